@@ -1,0 +1,61 @@
+"""What every app's admin shares: read-only history, and the API keys (visible, never readable)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from reflection_site.models import ApiKey
+from reflection_site.paginators import EstimatedCountPaginator
+
+admin.site.site_header = "Reflection"
+admin.site.site_title = "Reflection"
+admin.site.index_title = "Agent memory, audited"
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Audit and history rows are facts about the past: they are shown, never edited here."""
+
+    # Issue 9: history tables grow to millions of rows; no COUNT(*) of the whole table on PostgreSQL.
+    paginator = EstimatedCountPaginator
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(ReadOnlyAdmin):
+    list_display = ["name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at"]
+    search_fields = ["name", "=prefix"]
+    list_filter = ["revoked_at"]
+    fields = ["name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
+
+    @admin.action(description="Revoke selected keys")
+    def revoke(self, request: HttpRequest, queryset: Any) -> None:
+        from django.utils import timezone
+
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"{count} key(s) revoked")
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser

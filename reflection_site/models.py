@@ -1,0 +1,67 @@
+"""API keys: shown once, stored as a SHA-256 hash, each with scopes."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from reflection_site.ids import new_ulid
+
+
+class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
+    def active(self) -> ApiKeyQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiKey(models.Model):
+    class Scope(models.TextChoices):
+        INGEST = "ingest", "ingest turns"
+        READ = "read", "read everything"
+        OPERATE = "operate", "roll back, retry, run jobs"
+        ANNOTATE = "annotate", "review dataset samples"
+
+    id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
+    name = models.CharField(max_length=100, unique=True)
+    prefix = models.CharField(max_length=12, unique=True, help_text="The key's visible start, used to find it.")
+    key_hash = models.CharField(max_length=64, help_text="SHA-256 of the whole key; the key itself is never stored.")
+    scopes = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        db_table = "api_keys"
+        verbose_name = "API key"
+        constraints = [models.CheckConstraint(condition=~Q(name=""), name="api_keys_name_not_empty")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    @staticmethod
+    def hash_key(raw: str) -> str:
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    @classmethod
+    def generate(cls, name: str, scopes: list[str]) -> tuple[ApiKey, str]:
+        """Create a key; returns the row and the raw key, which is shown once and never again."""
+        prefix = secrets.token_hex(4)
+        raw = f"rk_{prefix}_{secrets.token_urlsafe(32)}"
+        key = cls.objects.create(name=name, prefix=prefix, key_hash=cls.hash_key(raw), scopes=sorted(set(scopes)))
+        return key, raw
+
+    @classmethod
+    def prefix_of(cls, raw: str) -> str | None:
+        parts = raw.split("_", 2)
+        if len(parts) != 3 or parts[0] != "rk":
+            return None
+        return parts[1]

@@ -1,0 +1,387 @@
+"""Reflection settings: one module, every value from the environment (django-environ).
+
+Each seed configuration key has an environment name; the README's table lists them all with defaults.
+Code reads ``settings.NAME``; ``env(...)`` appears in this module only.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+if (BASE_DIR / ".env").is_file():
+    environ.Env.read_env(BASE_DIR / ".env")
+
+# --- Workspace and data dir (seed: <workspaceDir>/.openclaw-reflection/) --------------------------
+# workspaceDir
+WORKSPACE_DIR = Path(env.str("WORKSPACE_DIR", default=str(BASE_DIR / "var" / "workspace"))).resolve()
+# storage.sqlite.dbPath lives here, beside exports/.
+DATA_DIR = WORKSPACE_DIR / ".openclaw-reflection"
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """Generated once and kept in the data dir (mode 600), never a constant in the repository."""
+    path = DATA_DIR / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        key = secrets.token_urlsafe(50)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(key)
+        return key
+    except OSError:  # Another process created it between our read and write.
+        return path.read_text().strip()
+
+
+SECRET_KEY = env.str("SECRET_KEY", default="") or _secret_key()
+DEBUG = env.bool("DEBUG", default=False)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+PORT = env.int("PORT", default=8000)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_celery_beat",
+    "import_export",
+    "reflection_site",
+    "sessions_app",
+    "guardian_app",
+    "dataset_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "reflection_site.middleware.RequestSizeLimitMiddleware",
+    "reflection_site.middleware.NulCharacterMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "reflection_site.urls"
+WSGI_APPLICATION = "reflection_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "reflection_site" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ------------------------------------------------------------------------------------
+# storage.sqlite.* : the seed's PRAGMAs. synchronous=FULL by default: an acknowledged turn survives
+# a power cut (NORMAL trades that for speed).
+SQLITE_WAL_MODE = env.bool("SQLITE_WAL_MODE", default=True)  # storage.sqlite.walMode
+SQLITE_AUTO_VACUUM = env.bool("SQLITE_AUTO_VACUUM", default=True)  # storage.sqlite.autoVacuum
+SQLITE_BUSY_TIMEOUT_MS = env.int("SQLITE_BUSY_TIMEOUT_MS", default=5000)  # storage.sqlite.busyTimeoutMs
+SQLITE_CACHE_SIZE_PAGES = env.int("SQLITE_CACHE_SIZE_PAGES", default=-2000)  # storage.sqlite.cacheSizePages
+SQLITE_MMAP_SIZE_MB = env.int("SQLITE_MMAP_SIZE_MB", default=256)  # storage.sqlite.mmapSizeMB
+SQLITE_SYNCHRONOUS = env.str("SQLITE_SYNCHRONOUS", default="FULL").upper()
+if SQLITE_SYNCHRONOUS not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+    raise environ.ImproperlyConfigured("SQLITE_SYNCHRONOUS must be OFF, NORMAL, FULL or EXTRA")
+
+SQLITE_PATH = DATA_DIR / "reflection.db"  # storage.sqlite.dbPath
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
+DATABASE_IS_SQLITE = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+if DATABASE_IS_SQLITE:
+    _pragmas = [
+        f"PRAGMA journal_mode={'WAL' if SQLITE_WAL_MODE else 'DELETE'}",
+        f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}",
+        f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",
+        f"PRAGMA cache_size={SQLITE_CACHE_SIZE_PAGES}",
+        f"PRAGMA mmap_size={SQLITE_MMAP_SIZE_MB * 1024 * 1024}",
+        "PRAGMA foreign_keys=ON",
+        # Takes effect on a new database file (before the first table); an old file keeps its mode.
+        f"PRAGMA auto_vacuum={'INCREMENTAL' if SQLITE_AUTO_VACUUM else 'NONE'}",
+    ]
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+        "init_command": ";".join(_pragmas),
+    }
+# Opening a connection per request costs 2.7x in ingest throughput: keep them.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=None)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = not DATABASE_IS_SQLITE
+DATABASES["default"].setdefault("TEST", {})
+if not DATABASE_IS_SQLITE:
+    DATABASES["default"]["TEST"]["NAME"] = env.str("TEST_DATABASE_NAME", default="") or None
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Cache and broker ----------------------------------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+else:
+    # A cache that every local process (web workers, the Celery worker) shares, with no server.
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(DATA_DIR / "cache"),
+        }
+    }
+
+CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+BROKER_DIR = DATA_DIR / "broker"
+if not REDIS_URL:
+    for _sub in ("queue", "processed", "control"):
+        (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
+        "store_processed": False,
+        # A worker holding its prefetched message sleeps this long before it looks again (kombu's default
+        # of 1 s caps a worker at ~1 task/s); each look is one directory listing.
+        "polling_interval": env.float("CELERY_BROKER_POLLING_INTERVAL_S", default=0.02),
+    }
+else:
+    # Seconds before Redis hands a message that a dead worker held (acks_late) to another worker; a
+    # worker starting up restores such messages too. Longer than any task runs (CELERY_TASK_TIME_LIMIT).
+    CELERY_BROKER_VISIBILITY_TIMEOUT_S = env.int("CELERY_BROKER_VISIBILITY_TIMEOUT_S", default=3600)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_BROKER_VISIBILITY_TIMEOUT_S}
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# How often a worker (and beat) tries to reconnect to a lost broker before it exits; 0 (the default): until
+# the broker is back, so that a Redis restart does not take every worker down. Publishing is not affected
+# (CELERY_TASK_PUBLISH_RETRY is off: a request fails fast and the sweep re-enqueues what it could not send).
+CELERY_BROKER_CONNECTION_MAX_RETRIES = env.int("CELERY_BROKER_CONNECTION_MAX_RETRIES", default=0) or None
+CELERY_TASK_PUBLISH_RETRY = False
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = {
+    "guardian_app.tasks.run_guardian": {"queue": "guardian"},
+    "guardian_app.tasks.run_guard_write": {"queue": "guardian"},
+}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = env.str("TIME_ZONE", default="UTC")
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+
+# llm.baseURL / llm.apiKey / llm.model. Unset LLM_BASE_URL = the offline heuristic gate and guardian.
+LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
+LLM_API_KEY = env.str("LLM_API_KEY", default="")
+LLM_MODEL = env.str("LLM_MODEL", default="x-ai/grok-4.1-fast")
+LLM_TIMEOUT_S = env.float("LLM_TIMEOUT_S", default=60)
+LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=3)
+# Seconds before the first in-call retry of an LLM request (then doubled each time, at most 30 s).
+LLM_RETRY_BACKOFF_S = env.float("LLM_RETRY_BACKOFF_S", default=1.0)
+# Ask for response_format=json_object (a server that rejects it is asked again without it).
+LLM_JSON_MODE = env.bool("LLM_JSON_MODE", default=True)
+# LLM_TIMEOUT_S < soft limit < hard limit, so a slow LLM ends as a retryable error, not a killed task.
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=int(LLM_TIMEOUT_S * (LLM_MAX_RETRIES + 1) + 60))
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=CELERY_TASK_SOFT_TIME_LIMIT + 60)
+
+# --- API -----------------------------------------------------------------------------------------
+MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=10 * 1024 * 1024)
+MAX_MESSAGE_CHARS = env.int("MAX_MESSAGE_CHARS", default=100_000)
+MAX_CONTEXT_ITEMS = env.int("MAX_CONTEXT_ITEMS", default=200)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
+API_PAGE_SIZE = env.int("API_PAGE_SIZE", default=50)
+API_MAX_PAGE_SIZE = env.int("API_MAX_PAGE_SIZE", default=500)
+
+# --- Seed configuration (000 "完整配置示例") ------------------------------------------------------
+RETENTION_DAYS = env.int("RETENTION_DAYS", default=365)  # storage.retentionDays
+JSONL_EXPORT_ENABLED = env.bool("JSONL_EXPORT_ENABLED", default=True)  # storage.jsonlExport.enabled
+JSONL_EXPORT_SCHEDULE = env.str("JSONL_EXPORT_SCHEDULE", default="0 0 * * *")  # storage.jsonlExport.schedule
+JSONL_EXPORT_RETENTION_DAYS = env.int("JSONL_EXPORT_RETENTION_DAYS", default=30)  # storage.jsonlExport.retentionDays
+
+MEMORY_GATE_ENABLED = env.bool("MEMORY_GATE_ENABLED", default=True)  # memoryGate.enabled
+MEMORY_GATE_WINDOW_SIZE = env.int("MEMORY_GATE_WINDOW_SIZE", default=10)  # memoryGate.windowSize
+MEMORY_GATE_AUDITING_ENABLED = env.bool("MEMORY_GATE_AUDITING_ENABLED", default=True)  # memoryGateAuditing.enabled
+MEMORY_GATE_STORE_RAW_LLM_RESPONSE = env.bool("MEMORY_GATE_STORE_RAW_LLM_RESPONSE", default=True)  # memoryGateAuditing.storeRawLLMResponse
+MEMORY_GATE_ENABLE_STATS = env.bool("MEMORY_GATE_ENABLE_STATS", default=True)  # memoryGateAuditing.enableStats
+# Seconds a turn may wait for its gate before the sweep re-enqueues it.
+GATE_SWEEP_GRACE_S = env.int("GATE_SWEEP_GRACE_S", default=120)
+# After the LLM client's own retries, the gate task retries this many times, waiting up to
+# GATE_TASK_RETRY_BACKOFF_S × 2^n seconds (random jitter, at most 600 s) before the turn is marked failed.
+GATE_TASK_MAX_RETRIES = env.int("GATE_TASK_MAX_RETRIES", default=5)
+GATE_TASK_RETRY_BACKOFF_S = env.int("GATE_TASK_RETRY_BACKOFF_S", default=5)
+
+WRITE_GUARDIAN_AUDITING_ENABLED = env.bool("WRITE_GUARDIAN_AUDITING_ENABLED", default=True)  # writeGuardianAuditing.enabled
+WRITE_GUARDIAN_STORE_FILE_SNAPSHOTS = env.bool("WRITE_GUARDIAN_STORE_FILE_SNAPSHOTS", default=True)  # writeGuardianAuditing.storeFileSnapshots
+WRITE_GUARDIAN_ENABLE_ROLLBACK = env.bool("WRITE_GUARDIAN_ENABLE_ROLLBACK", default=True)  # writeGuardianAuditing.enableRollback
+WRITE_GUARDIAN_MAX_SNAPSHOTS_PER_FILE = env.int("WRITE_GUARDIAN_MAX_SNAPSHOTS_PER_FILE", default=100)  # writeGuardianAuditing.maxSnapshotsPerFile
+GUARDIAN_MAX_REMOVED_LINES = env.int("GUARDIAN_MAX_REMOVED_LINES", default=5)
+GUARDIAN_SWEEP_GRACE_S = env.int("GUARDIAN_SWEEP_GRACE_S", default=120)
+# Seconds a guardian write, rollback or drift check waits for a memory file's lock before giving up (and retrying).
+GUARDIAN_LOCK_TIMEOUT_S = env.float("GUARDIAN_LOCK_TIMEOUT_S", default=30)
+# LLM calls one write may make when the file changes while the guardian is thinking.
+GUARDIAN_MAX_LLM_STEPS = env.int("GUARDIAN_MAX_LLM_STEPS", default=3)
+# The offline guardian's near-duplicate threshold (word-set similarity of a fact and an existing bullet).
+GUARDIAN_NEAR_DUPLICATE_THRESHOLD = env.float("GUARDIAN_NEAR_DUPLICATE_THRESHOLD", default=0.8)
+GUARDIAN_MAX_FACT_CHARS = env.int("GUARDIAN_MAX_FACT_CHARS", default=2000)
+
+DATASET_COLLECTION_ENABLED = env.bool("DATASET_COLLECTION_ENABLED", default=True)  # datasetCollection.enabled
+DATASET_AUTO_COLLECT = env.bool("DATASET_AUTO_COLLECT", default=True)  # datasetCollection.autoCollect
+DATASET_POSITIVE_WAS_WRITTEN = env.bool("DATASET_POSITIVE_WAS_WRITTEN", default=True)  # positiveCriteria.wasWritten
+DATASET_POSITIVE_NO_USER_OBJECTION = env.bool("DATASET_POSITIVE_NO_USER_OBJECTION", default=True)  # positiveCriteria.noUserObjection
+DATASET_NOT_ROLLED_BACK_WITHIN_DAYS = env.int("DATASET_NOT_ROLLED_BACK_WITHIN_DAYS", default=7)  # positiveCriteria.notRolledBackWithinDays
+DATASET_MIN_QUALITY_SCORE = env.float("DATASET_MIN_QUALITY_SCORE", default=0.7)  # positiveCriteria.minQualityScore
+DATASET_NEGATIVE_GATE_PROPOSED_WRITE = env.bool("DATASET_NEGATIVE_GATE_PROPOSED_WRITE", default=True)  # negativeCriteria.gateProposedWrite
+DATASET_NEGATIVE_GUARDIAN_REFUSED = env.bool("DATASET_NEGATIVE_GUARDIAN_REFUSED", default=True)  # negativeCriteria.guardianRefused
+DATASET_NEGATIVE_HAS_BEHAVIOR_CORRECTION = env.bool("DATASET_NEGATIVE_HAS_BEHAVIOR_CORRECTION", default=True)  # negativeCriteria.hasBehaviorCorrection
+DATASET_PRIVACY_FILTERING_ENABLED = env.bool("DATASET_PRIVACY_FILTERING_ENABLED", default=True)  # privacyFiltering.enabled
+DATASET_REDACT_PATTERNS = env.list(  # privacyFiltering.redactPatterns
+    "DATASET_REDACT_PATTERNS", default=["api[_-]?key", "password", "token", "secret", "-----BEGIN.*-----"]
+)
+DATASET_QUALITY_SCORING_ENABLED = env.bool("DATASET_QUALITY_SCORING_ENABLED", default=True)  # qualityScoring.enabled
+DATASET_WEIGHT_CONVERSATION_CLARITY = env.float("DATASET_WEIGHT_CONVERSATION_CLARITY", default=0.4)  # weights.conversationClarity
+DATASET_WEIGHT_DECISION_CONFIDENCE = env.float("DATASET_WEIGHT_DECISION_CONFIDENCE", default=0.35)  # weights.decisionConfidence
+DATASET_WEIGHT_FACT_VERIFIABILITY = env.float("DATASET_WEIGHT_FACT_VERIFIABILITY", default=0.25)  # weights.factVerifiability
+DATASET_TRAIN_SPLIT = env.float("DATASET_TRAIN_SPLIT", default=0.8)
+# manualReviewCriteria: lowConfidence, containsSensitiveInfo, userFeedbackReceived, mediumQualityScore
+DATASET_REVIEW_LOW_CONFIDENCE = env.bool("DATASET_REVIEW_LOW_CONFIDENCE", default=True)
+DATASET_REVIEW_SENSITIVE_INFO = env.bool("DATASET_REVIEW_SENSITIVE_INFO", default=True)
+DATASET_REVIEW_USER_FEEDBACK = env.bool("DATASET_REVIEW_USER_FEEDBACK", default=True)
+DATASET_REVIEW_MEDIUM_QUALITY = env.bool("DATASET_REVIEW_MEDIUM_QUALITY", default=True)
+# autoApproveCriteria: hasConfirmedCorrection, highQualityScore, matchesApprovedPattern
+DATASET_AUTO_APPROVE_CONFIRMED_CORRECTION = env.bool("DATASET_AUTO_APPROVE_CONFIRMED_CORRECTION", default=True)
+DATASET_AUTO_APPROVE_HIGH_QUALITY = env.bool("DATASET_AUTO_APPROVE_HIGH_QUALITY", default=True)
+DATASET_AUTO_APPROVE_MATCHES_PATTERN = env.bool("DATASET_AUTO_APPROVE_MATCHES_PATTERN", default=True)
+DATASET_LOW_CONFIDENCE = env.float("DATASET_LOW_CONFIDENCE", default=0.5)  # below: lowConfidence
+DATASET_MEDIUM_QUALITY_SCORE = env.float("DATASET_MEDIUM_QUALITY_SCORE", default=0.5)  # from here: mediumQualityScore
+DATASET_HIGH_QUALITY_SCORE = env.float("DATASET_HIGH_QUALITY_SCORE", default=0.85)  # from here: highQualityScore
+DATASET_AUTO_APPROVE = env.bool("DATASET_AUTO_APPROVE", default=False)  # the hourly collect applies --auto-approve
+DATASET_EXPORT_DIR = env.str("DATASET_EXPORT_DIR", default="")  # empty: <data dir>/exports
+DATASET_EXPORT_SWEEP_GRACE_S = env.int("DATASET_EXPORT_SWEEP_GRACE_S", default=600)
+
+# --- Learning guardrails (seed 002 §4.1; its names and defaults) ----------------------------------
+LEARNING_GUARDRAILS_ENABLED = env.bool("LEARNING_GUARDRAILS_ENABLED", default=True)
+LEARNING_FEEDBACK_TOKEN = env.str("LEARNING_FEEDBACK_TOKEN", default="")
+LEARNING_RATE_LIMIT_PER_MIN = env.int("LEARNING_RATE_LIMIT_PER_MIN", default=20)
+LEARNING_MIN_MEM_SCORE = env.float("LEARNING_MIN_MEM_SCORE", default=0.60)
+LEARNING_MEM_MAX_PER_PROJECT = env.int("LEARNING_MEM_MAX_PER_PROJECT", default=500)
+LEARNING_RULE_MAX_PER_PROJECT = env.int("LEARNING_RULE_MAX_PER_PROJECT", default=300)
+LEARNING_DECAY_HALF_LIFE_DAYS = env.float("LEARNING_DECAY_HALF_LIFE_DAYS", default=30)
+LEARNING_SHADOW_MODE = env.bool("LEARNING_SHADOW_MODE", default=True)
+# Seed 004 P1-001 decay.activeWeight: decayed value × (1 + weight · ln(1 + hit_count)).
+LEARNING_DECAY_ACTIVE_WEIGHT = env.float("LEARNING_DECAY_ACTIVE_WEIGHT", default=0.1)
+# Memory items not hit for this long expire and rules are archived (seed 002 §4.5 "长期未命中").
+LEARNING_STALE_DAYS = env.int("LEARNING_STALE_DAYS", default=90)
+# Phrases added to the memory guard's built-in English and Chinese boilerplate blacklist.
+LEARNING_BOILERPLATE_PHRASES = env.list("LEARNING_BOILERPLATE_PHRASES", default=[])
+
+# --- Recall and reflect (seeds 001, 003, 004) ------------------------------------------------------
+EMBEDDING_BASE_URL = env.str("EMBEDDING_BASE_URL", default="")
+EMBEDDING_API_KEY = env.str("EMBEDDING_API_KEY", default="")
+EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="")
+RECALL_DECAY_HALF_LIFE_DAYS = env.float("RECALL_DECAY_HALF_LIFE_DAYS", default=30)
+RECALL_VECTOR_WEIGHT = env.float("RECALL_VECTOR_WEIGHT", default=0.7)
+RECALL_KEYWORD_WEIGHT = env.float("RECALL_KEYWORD_WEIGHT", default=0.3)
+# Recall index (seed 003): chunkTokens / chunkOverlap, EMBEDDING_BATCH_MAX_TOKENS, EMBEDDING_RETRY_MAX_ATTEMPTS.
+RECALL_CHUNK_TOKENS = env.int("RECALL_CHUNK_TOKENS", default=512)
+RECALL_CHUNK_OVERLAP = env.int("RECALL_CHUNK_OVERLAP", default=50)
+RECALL_DEFAULT_K = env.int("RECALL_DEFAULT_K", default=25)
+RECALL_SNIPPET_MAX_CHARS = env.int("RECALL_SNIPPET_MAX_CHARS", default=700)  # SNIPPET_MAX_CHARS
+RECALL_MAX_FILE_BYTES = env.int("RECALL_MAX_FILE_BYTES", default=5 * 1024 * 1024)
+# Above this many vectors, sqlite-vec does the similarity when it loads (NumPy brute force otherwise).
+RECALL_BRUTE_FORCE_MAX_CHUNKS = env.int("RECALL_BRUTE_FORCE_MAX_CHUNKS", default=200_000)
+RECALL_DECAY_ENABLED = env.bool("RECALL_DECAY_ENABLED", default=True)  # decay.enabled (seed 004 P1-001)
+RECALL_DECAY_ACTIVE_WEIGHT = env.float("RECALL_DECAY_ACTIVE_WEIGHT", default=0.1)  # decay.activeWeight
+EMBEDDING_DIMENSIONS = env.int("EMBEDDING_DIMENSIONS", default=0)  # 0: the model's own size
+EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
+EMBEDDING_BATCH_MAX_TOKENS = env.int("EMBEDDING_BATCH_MAX_TOKENS", default=8000)
+EMBEDDING_MAX_RETRIES = env.int("EMBEDDING_MAX_RETRIES", default=3)
+EMBEDDING_TIMEOUT_S = env.float("EMBEDDING_TIMEOUT_S", default=60)
+SKILL_PROMOTION_THRESHOLD = env.int("SKILL_PROMOTION_THRESHOLD", default=5)
+REPORT_WEBHOOK_URL = env.str("REPORT_WEBHOOK_URL", default="")
+PROJECTION_DIR = Path(env.str("PROJECTION_DIR", default=str(DATA_DIR / "projection")))
+# Reflect (seed 001): the daily run starts where the last one ended, else this long ago.
+REFLECT_DEFAULT_SINCE = env.str("REFLECT_DEFAULT_SINCE", default="7d")
+REFLECT_MAX_FACTS = env.int("REFLECT_MAX_FACTS", default=5000)  # per run, newest kept
+REFLECT_PAGE_MAX_FACTS = env.int("REFLECT_PAGE_MAX_FACTS", default=200)  # facts listed on an entity page
+REFLECT_PROPOSE_MEMORY = env.bool("REFLECT_PROPOSE_MEMORY", default=True)  # sure opinions proposed to MEMORY.md
+REFLECT_MEMORY_MIN_CONFIDENCE = env.float("REFLECT_MEMORY_MIN_CONFIDENCE", default=0.9)
+REFLECT_SWEEP_GRACE_S = env.int("REFLECT_SWEEP_GRACE_S", default=300)
+REFLECT_USER_ENTITY = env.str("REFLECT_USER_ENTITY", default="User")  # the entity USER.md's facts are about
+SKILL_MIN_CONFIDENCE = env.float("SKILL_MIN_CONFIDENCE", default=0.7)  # seed 004 P3-001: below, not a skill
+# Resumable jobs (seed 004 P2-002, checkpoint.*): a job's holder renews its lease at every step.
+CHECKPOINT_LEASE_S = env.float("CHECKPOINT_LEASE_S", default=300)
+CHECKPOINT_MAX_ATTEMPTS = env.int("CHECKPOINT_MAX_ATTEMPTS", default=5)
+# Change reports (seed 004 P2-001, reporting.notifyOnPivotal): posted to REPORT_WEBHOOK_URL when set.
+REPORT_WEBHOOK_TIMEOUT_S = env.float("REPORT_WEBHOOK_TIMEOUT_S", default=5)
+REPORT_WEBHOOK_MAX_RETRIES = env.int("REPORT_WEBHOOK_MAX_RETRIES", default=5)
+REPORT_WEBHOOK_RETRY_BACKOFF_S = env.int("REPORT_WEBHOOK_RETRY_BACKOFF_S", default=30)
+REPORT_PIVOTAL_OPINION_DELTA = env.float("REPORT_PIVOTAL_OPINION_DELTA", default=0.2)
+
+# --- Django plumbing -----------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+# Serve the admin's assets from the installed apps: no collectstatic step for `make run`.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# Production hardening; `manage.py check --deploy` passes with the values the README gives.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIND_TLS_PROXY", default=False) else None
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    # No key, token or secret reaches a log line (reflection_site.privacy.RedactingFilter).
+    "filters": {"redact": {"()": "reflection_site.logfilter.RedactSecrets"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
