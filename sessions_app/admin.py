@@ -1,0 +1,314 @@
+"""Conversations in the admin: sessions with their turn counts, turns with their context windows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+
+from reflection_site.admin import ReadOnlyAdmin, ReadOnlyInline
+from sessions_app.charts import daily_decisions_svg
+from sessions_app.gate import rerun_gate
+from sessions_app.models import (
+    ConversationContext,
+    ConversationSession,
+    ConversationTurn,
+    Decision,
+    GateStatus,
+    MemoryGateDecision,
+)
+from sessions_app.queries import latency_by_decision
+from sessions_app.stats import daily_stats
+
+
+@admin.register(ConversationSession)
+class ConversationSessionAdmin(ReadOnlyAdmin):
+    list_display = ["id", "channel_id", "conversation_target", "turn_count", "last_activity_at", "created_at"]
+    list_filter = ["channel_id"]
+    search_fields = ["=id", "id", "=channel_id"]
+    show_full_result_count = False
+    date_hierarchy = None
+    ordering = ["-last_activity_at"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ConversationSession]:
+        # A correlated count runs only for the rows on the page, not a GROUP BY over every turn.
+        turns = (
+            ConversationTurn.objects.filter(session=OuterRef("pk"))
+            .order_by()
+            .values("session")
+            .annotate(n=Count("id"))
+            .values("n")
+        )
+        return super().get_queryset(request).annotate(_turn_count=Subquery(turns, output_field=IntegerField()))
+
+    @admin.display(description="turns", ordering="_turn_count")
+    def turn_count(self, obj: ConversationSession) -> int:
+        return obj._turn_count or 0
+
+
+class ContextInline(ReadOnlyInline):
+    model = ConversationContext
+    fields = ["sequence_number", "role", "message", "timestamp"]
+    readonly_fields = fields
+    ordering = ["sequence_number"]
+
+
+def _can_rerun_gate(request: HttpRequest) -> bool:
+    # Operators hold "Can change conversation turn"; the admin itself never edits a turn's content.
+    return request.user.has_perm("sessions_app.change_conversationturn")
+
+
+class DecisionInline(ReadOnlyInline):
+    model = MemoryGateDecision
+    fk_name = "turn"
+    fields = ["decision_link", "run_number", "decision", "candidate_fact", "llm_model", "llm_latency_ms", "created_at"]
+    readonly_fields = fields
+    ordering = ["-run_number"]
+    verbose_name_plural = "gate decisions"
+
+    @admin.display(description="decision id")
+    def decision_link(self, obj: MemoryGateDecision) -> str:
+        url = reverse("admin:sessions_app_memorygatedecision_change", args=[obj.id])
+        return format_html('<a href="{}">{}</a>', url, obj.id)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[MemoryGateDecision]:
+        return super().get_queryset(request).defer("raw_response")
+
+
+@admin.register(ConversationTurn)
+class ConversationTurnAdmin(ReadOnlyAdmin):
+    list_display = ["id", "session", "turn_number", "short_user_message", "gate_status", "gate_error", "created_at"]
+    list_filter = ["gate_status", "created_at"]
+    list_select_related = ["session"]
+    search_fields = ["=id", "=session__id", "=user_message_id"]
+    show_full_result_count = False
+    ordering = ["-created_at"]
+    inlines = [ContextInline, DecisionInline]
+    actions = ["run_gate_again"]
+    change_form_template = "admin/sessions_app/conversationturn/gate_change_form.html"
+    fields = [
+        "id",
+        "session",
+        "turn_number",
+        "created_at",
+        "user_message_id",
+        "user_from",
+        "user_message_content",
+        "user_metadata",
+        "agent_message_id",
+        "agent_message_content",
+        "agent_metadata",
+        "gate_status",
+        "gate_run",
+        "gate_attempts",
+        "gate_last_error",
+        "gate_enqueued_at",
+        "gate_finished_at",
+        "feedback_json",
+    ]
+    readonly_fields = fields
+
+    @admin.display(description="user message")
+    def short_user_message(self, obj: ConversationTurn) -> str:
+        text = obj.user_message_content
+        return text if len(text) <= 80 else text[:79] + "…"
+
+    @admin.display(description="gate error")
+    def gate_error(self, obj: ConversationTurn) -> str:
+        text = obj.gate_last_error.splitlines()[0] if obj.gate_last_error else ""
+        return text if len(text) <= 80 else text[:79] + "…"
+
+    @admin.action(description="Run the memory gate again on selected turns", permissions=["rerun_gate"])
+    def run_gate_again(self, request: HttpRequest, queryset: QuerySet[ConversationTurn]) -> None:
+        count = 0
+        for turn in queryset.select_related(None).only("id"):
+            rerun_gate(turn)
+            count += 1
+        self.message_user(request, f"The gate will run again on {count} turn(s).", messages.SUCCESS)
+
+    def has_rerun_gate_permission(self, request: HttpRequest) -> bool:
+        return _can_rerun_gate(request)
+
+    def get_urls(self) -> list[Any]:
+        rerun = path(
+            "<path:object_id>/rerun-gate/",
+            self.admin_site.admin_view(self.rerun_gate_view),
+            name="sessions_app_conversationturn_rerun_gate",
+        )
+        return [rerun, *super().get_urls()]
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict | None = None
+    ) -> HttpResponse:
+        extra_context = {**(extra_context or {}), "can_rerun_gate": _can_rerun_gate(request)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def rerun_gate_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """A confirmation page; on POST a new gate run of the turn, then back to the turn."""
+        turn = get_object_or_404(ConversationTurn, id=object_id)
+        if not _can_rerun_gate(request):
+            raise PermissionDenied
+        if request.method == "POST":
+            turn = rerun_gate(turn)
+            self.message_user(request, f"Gate run {turn.gate_run} of this turn is queued.", messages.SUCCESS)
+            return redirect("admin:sessions_app_conversationturn_change", turn.id)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Run the memory gate again?",
+            "turn": turn,
+            "opts": self.model._meta,
+            "decisions": turn.decisions.defer("raw_response").order_by("-run_number"),
+        }
+        return TemplateResponse(request, "admin/sessions_app/conversationturn/rerun_gate.html", context)
+
+
+# --- The memory gate (REQ-002) ---------------------------------------------------------------------
+@admin.register(MemoryGateDecision)
+class MemoryGateDecisionAdmin(ReadOnlyAdmin):
+    """Gate decisions with their turn and context; the list opens with a 30-day chart and mean latencies."""
+
+    list_display = [
+        "id",
+        "created_at",
+        "session_link",
+        "turn_number",
+        "decision",
+        "short_fact",
+        "llm_model",
+        "llm_latency_ms",
+        "tokens",
+    ]
+    list_filter = ["decision", ("llm_model", admin.AllValuesFieldListFilter), "created_at", "prompt_version"]
+    search_fields = ["=id", "=session__id", "candidate_fact", "reason"]
+    show_full_result_count = False
+    ordering = ["-created_at", "-id"]
+    fieldsets = [
+        (None, {"fields": ["id", "decision", "target_file", "candidate_fact", "reason", "confidence", "writes"]}),
+        ("Turn", {"fields": ["session_link", "turn_link", "run_number", "conversation"]}),
+        (
+            "LLM call",
+            {
+                "fields": [
+                    "llm_model",
+                    "llm_latency_ms",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "prompt_version",
+                    "created_at",
+                ]
+            },
+        ),
+        ("Raw reply", {"fields": ["raw_reply"], "classes": ["collapse"]}),
+    ]
+    readonly_fields = [
+        "id",
+        "decision",
+        "target_file",
+        "candidate_fact",
+        "reason",
+        "confidence",
+        "writes",
+        "session_link",
+        "turn_link",
+        "run_number",
+        "conversation",
+        "llm_model",
+        "llm_latency_ms",
+        "prompt_tokens",
+        "completion_tokens",
+        "prompt_version",
+        "created_at",
+        "raw_reply",
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[MemoryGateDecision]:
+        # The turn number comes by a join, not a row per decision; the raw reply only on its own page.
+        return super().get_queryset(request).annotate(turn_number=F("turn__turn_number")).defer("raw_response")
+
+    @admin.display(description="turn", ordering="turn__turn_number")
+    def turn_number(self, obj: MemoryGateDecision) -> int | None:
+        return getattr(obj, "turn_number", None)
+
+    @admin.display(description="session", ordering="session_id")
+    def session_link(self, obj: MemoryGateDecision) -> str:
+        url = reverse("admin:sessions_app_conversationsession_change", args=[obj.session_id])
+        return format_html('<a href="{}">{}</a>', url, obj.session_id)
+
+    @admin.display(description="turn")
+    def turn_link(self, obj: MemoryGateDecision) -> str:
+        url = reverse("admin:sessions_app_conversationturn_change", args=[obj.turn_id])
+        return format_html('<a href="{}">{} (#{})</a>', url, obj.turn_id, getattr(obj, "turn_number", "?"))
+
+    @admin.display(description="candidate fact / reason")
+    def short_fact(self, obj: MemoryGateDecision) -> str:
+        text = obj.candidate_fact or obj.reason
+        return text if len(text) <= 90 else text[:89] + "…"
+
+    @admin.display(description="write")
+    def writes(self, obj: MemoryGateDecision) -> str:
+        """The guardian's audits of this decision (its write and any retries), so the write is one click away."""
+        audits = obj.audits.order_by("created_at").values_list("id", "status", "target_file")  # Reverse relation.
+        if not audits:
+            return "-" if obj.decision == Decision.NO_WRITE else "not written yet"
+        return format_html_join(
+            mark_safe("<br>"),
+            '<a href="{}">{}</a> {} {}',
+            (
+                (reverse("admin:guardian_app_writeguardianaudit_change", args=[audit_id]), audit_id, status, file)
+                for audit_id, status, file in audits
+            ),
+        )
+
+    @admin.display(description="tokens")
+    def tokens(self, obj: MemoryGateDecision) -> str:
+        if obj.prompt_tokens is None and obj.completion_tokens is None:
+            return "-"
+        return f"{obj.prompt_tokens or 0} + {obj.completion_tokens or 0}"
+
+    @admin.display(description="target file")
+    def target_file(self, obj: MemoryGateDecision) -> str:
+        return obj.target_file or "-"
+
+    @admin.display(description="context window and turn")
+    def conversation(self, obj: MemoryGateDecision) -> str:
+        turn = obj.turn
+        items = format_html_join(
+            "",
+            '<li><strong>{}</strong> <small>{}</small><br><span style="white-space: pre-wrap">{}</span></li>',
+            (
+                (item.role, item.timestamp.strftime("%Y-%m-%d %H:%M:%S"), item.message)
+                for item in turn.context.order_by("sequence_number")
+            ),
+        )
+        return format_html(
+            '<ol class="gate-context" start="0">{}</ol>'
+            '<p><strong>user</strong><br><span style="white-space: pre-wrap">{}</span></p>'
+            '<p><strong>agent</strong><br><span style="white-space: pre-wrap">{}</span></p>',
+            items,
+            turn.user_message_content,
+            turn.agent_message_content,
+        )
+
+    @admin.display(description="raw reply")
+    def raw_reply(self, obj: MemoryGateDecision) -> str:
+        return format_html('<pre style="white-space: pre-wrap">{}</pre>', obj.raw_response or "(not stored)")
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
+        failed = ConversationTurn.objects.filter(gate_status=GateStatus.FAILED)
+        failed_count = len(failed.values_list("id", flat=True)[:1000])
+        context = {
+            "gate_chart": daily_decisions_svg(daily_stats(days=30)),
+            "gate_latency": latency_by_decision(days=30),
+            "gate_failed_count": f"{failed_count}+" if failed_count == 1000 else str(failed_count),
+            "gate_failed_url": reverse("admin:sessions_app_conversationturn_changelist") + "?gate_status__exact=failed",
+            **(extra_context or {}),
+        }
+        return super().changelist_view(request, extra_context=context)

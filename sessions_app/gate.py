@@ -1,0 +1,448 @@
+"""REQ-002: the memory gate. One decision per stored turn (and per operator re-run), recorded with the
+model, latency, tokens and raw reply; UPDATE_* decisions are handed to the write guardian.
+
+The gate asks the configured OpenAI-compatible LLM (``reflection_site.llm``) with the prompt in
+``prompts/<PROMPT_VERSION>.*.txt``; with no ``LLM_BASE_URL`` it asks the offline heuristic gate
+(``heuristic_gate.classify_turn``, recorded as model ``heuristic-gate-v1``).
+
+Nothing is lost: the LLM is called with no transaction open; the decision insert and the turn's
+done-marking share one ``atomic()`` that first claims the turn with a conditional UPDATE, so a
+redelivered task records nothing twice; a turn whose retries are spent is marked ``failed`` with the
+error and can be run again; and ``sweep_pending_turns`` re-enqueues every turn left pending.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from guardian_app.models import BehaviorCorrection
+from guardian_app.tasks import run_guardian
+from reflection_site import llm
+from sessions_app import heuristic_gate
+from sessions_app.models import (
+    FILE_FOR_DECISION,
+    ConversationContext,
+    ConversationTurn,
+    Decision,
+    GateStatus,
+    MemoryGateDecision,
+)
+
+logger = logging.getLogger(__name__)
+
+PROMPT_VERSION = "gate-v1"
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+# Newest first; older corrections beyond this many stay in the database but out of the prompt.
+MAX_PROMPT_CORRECTIONS = 20
+# Headings listed per memory file in the prompt.
+MAX_HEADINGS_PER_FILE = 40
+# Turns the sweep re-enqueues per run (the next run, a minute later, takes the rest).
+SWEEP_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    decision: str
+    reason: str
+    candidate_fact: str | None
+    confidence: float | None
+    llm_model: str
+    llm_latency_ms: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    raw_response: str | None
+    prompt_version: str
+
+
+# --- The prompt -----------------------------------------------------------------------------------
+@lru_cache(maxsize=4)
+def _templates(version: str) -> tuple[Template, Template]:
+    system = (PROMPTS_DIR / f"{version}.system.txt").read_text(encoding="utf-8")
+    user = (PROMPTS_DIR / f"{version}.user.txt").read_text(encoding="utf-8")
+    return Template(system), Template(user)
+
+
+def _json_line(value: Any) -> str:
+    # "</" is escaped so that no message can close the prompt's <context>/<turn> blocks early.
+    return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")
+
+
+def memory_file_headings() -> str:
+    """One line per memory file: its decision and the Markdown headings it has now."""
+    lines = []
+    for decision, name in FILE_FOR_DECISION.items():
+        path = Path(settings.WORKSPACE_DIR) / name  # One of five fixed names, never a name from input.
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            lines.append(f"- {name} ({decision}): (no file yet)")
+            continue
+        headings = [line.strip() for line in text.splitlines() if line.lstrip().startswith("#")]
+        shown = "; ".join(headings[:MAX_HEADINGS_PER_FILE]) or "(no headings)"
+        lines.append(f"- {name} ({decision}): {shown}")
+    return "\n".join(lines)
+
+
+def prompt_corrections() -> list[BehaviorCorrection]:
+    """The behaviour corrections marked apply_to_future, newest first."""
+    return list(BehaviorCorrection.objects.for_prompt()[:MAX_PROMPT_CORRECTIONS])
+
+
+def correction_hints(corrections: Sequence[BehaviorCorrection]) -> list[heuristic_gate.CorrectionHint]:
+    """The corrections the offline gate can apply: those with a correction pattern."""
+    return [
+        heuristic_gate.CorrectionHint(
+            pattern=c.correction_pattern,
+            corrected_status=c.corrected_status,
+            corrected_target_file=c.corrected_target_file,
+            correction_id=c.id,
+        )
+        for c in corrections
+        if (c.correction_pattern or "").strip()
+    ]
+
+
+def _correction_lines(corrections: Sequence[BehaviorCorrection]) -> str:
+    if not corrections:
+        return "(none)"
+    return "\n".join(
+        _json_line(
+            {
+                "id": c.id,
+                "pattern": c.correction_pattern or None,
+                "original_status": c.original_status,
+                "original_candidate_fact": c.original_candidate_fact,
+                "original_target_file": c.original_target_file,
+                "corrected_status": c.corrected_status,
+                "corrected_candidate_fact": c.corrected_candidate_fact,
+                "corrected_target_file": c.corrected_target_file,
+                "reason": c.correction_reason,
+            }
+        )
+        for c in corrections
+    )
+
+
+def build_messages(
+    window: Sequence[tuple[str, str]],
+    user_message: str,
+    agent_reply: str,
+    *,
+    corrections: Sequence[BehaviorCorrection] = (),
+    version: str = PROMPT_VERSION,
+) -> list[dict[str, str]]:
+    """The chat messages of the gate prompt: a system message (the rules, the memory files' headings,
+    the corrections) and a user message (the context window and the turn)."""
+    system, user = _templates(version)
+    context = "\n".join(_json_line({"role": role, "message": message}) for role, message in window) or "(none)"
+    return [
+        {
+            "role": "system",
+            "content": system.substitute(
+                file_headings=memory_file_headings(), corrections=_correction_lines(corrections)
+            ),
+        },
+        {
+            "role": "user",
+            "content": user.substitute(context=context, turn=_json_line({"user": user_message, "agent": agent_reply})),
+        },
+    ]
+
+
+def context_window(turn: ConversationTurn, *, size: int | None = None) -> list[tuple[str, str]]:
+    """The last ``MEMORY_GATE_WINDOW_SIZE`` messages before the turn, oldest first, as ``(role, message)``:
+    the context the agent sent with the turn, or, when it sent none, the session's previous turns."""
+    size = settings.MEMORY_GATE_WINDOW_SIZE if size is None else size
+    if size <= 0:
+        return []
+    stored = list(
+        ConversationContext.objects.filter(turn_id=turn.id)
+        .order_by("-sequence_number")
+        .values_list("role", "message")[:size]
+    )
+    if stored:
+        return stored[::-1]
+    previous = (
+        ConversationTurn.objects.filter(session_id=turn.session_id, turn_number__lt=turn.turn_number)
+        .order_by("-turn_number")
+        .values_list("user_message_content", "agent_message_content")[:size]
+    )
+    window: list[tuple[str, str]] = []
+    for user_text, agent_text in reversed(list(previous)):
+        window.append(("user", user_text))
+        if agent_text:
+            window.append(("agent", agent_text))
+    return window[-size:]
+
+
+# --- Asking the gate ------------------------------------------------------------------------------
+def _validate_reply(data: dict[str, Any]) -> None:
+    """Raise ValueError unless the reply names a known decision and, for UPDATE_*, a fact."""
+    decision = str(data.get("decision") or "").strip().upper()
+    if decision not in Decision.values:
+        raise ValueError(f"unknown decision {data.get('decision')!r}")
+    if decision != Decision.NO_WRITE and not _fact_of(data):
+        raise ValueError(f"{decision} without a candidate_fact")
+
+
+def _fact_of(data: dict[str, Any]) -> str | None:
+    for key in ("candidate_fact", "candidateFact", "fact"):
+        value = data.get(key)
+        if isinstance(value, str) and value.strip() and value.strip().lower() not in {"null", "none"}:
+            return value.strip()
+    return None
+
+
+def _confidence(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if number != number:  # NaN
+        return None
+    if 1 < number <= 100:  # A percentage.
+        number /= 100
+    return min(max(number, 0.0), 1.0)
+
+
+def ask_gate(
+    window: Sequence[tuple[str, str]],
+    user_message: str,
+    agent_reply: str,
+    *,
+    model: str | None = None,
+    offline: bool | None = None,
+    corrections: Sequence[BehaviorCorrection] | None = None,
+) -> GateOutcome:
+    """Decide one turn; writes nothing to the database.
+
+    The LLM when ``LLM_BASE_URL`` is set (or ``model`` is given), else the offline heuristic gate;
+    ``offline`` forces either. ``corrections`` defaults to ``BehaviorCorrection.objects.for_prompt()``.
+    Raises the LLM client's errors (``llm.TRANSIENT_ERRORS`` for what a retry may cure).
+    """
+    if corrections is None:
+        corrections = prompt_corrections()
+    if offline is None:
+        offline = model is None and not llm.is_configured()
+    if offline:
+        started = time.perf_counter()
+        verdict = heuristic_gate.classify_turn(
+            user_message, agent_reply, context=list(window), corrections=correction_hints(corrections)
+        )
+        latency_ms = int(round((time.perf_counter() - started) * 1000))
+        fact = verdict.candidate_fact if verdict.decision != Decision.NO_WRITE else None
+        return GateOutcome(
+            decision=verdict.decision,
+            reason=verdict.reason,
+            candidate_fact=fact,
+            confidence=verdict.confidence,
+            llm_model=heuristic_gate.MODEL_NAME,
+            llm_latency_ms=latency_ms,
+            prompt_tokens=None,
+            completion_tokens=None,
+            raw_response=json.dumps(
+                {
+                    "decision": verdict.decision,
+                    "reason": verdict.reason,
+                    "candidate_fact": fact,
+                    "confidence": verdict.confidence,
+                },
+                ensure_ascii=False,
+            ),
+            prompt_version="",
+        )
+
+    messages = build_messages(window, user_message, agent_reply, corrections=corrections)
+    reply = llm.complete_json(messages, model=model, validate=_validate_reply)
+    decision = str(reply.data["decision"]).strip().upper()
+    return GateOutcome(
+        decision=decision,
+        reason=str(reply.data.get("reason") or "").strip() or "(no reason given)",
+        candidate_fact=_fact_of(reply.data) if decision != Decision.NO_WRITE else None,
+        confidence=_confidence(reply.data.get("confidence")),
+        llm_model=reply.model,
+        llm_latency_ms=reply.latency_ms,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        raw_response=reply.content,
+        prompt_version=PROMPT_VERSION,
+    )
+
+
+# --- Deciding a stored turn -----------------------------------------------------------------------
+def describe_error(exc: BaseException) -> str:
+    """The error text a failed turn keeps: the error, the attempts, and the last raw reply."""
+    text = f"{type(exc).__name__}: {exc}"
+    attempts = getattr(exc, "attempts", None)
+    if attempts:
+        text += f" (after {attempts} attempt(s) in this try)"
+    raw = getattr(exc, "raw", None)
+    if raw:
+        text += f"\nLast reply: {raw[:4000]}"
+    return text
+
+
+def _decision_for_run(turn_id: str, run: int) -> MemoryGateDecision | None:
+    return MemoryGateDecision.objects.filter(turn_id=turn_id, run_number=run).first()
+
+
+def decide_turn(turn: ConversationTurn) -> MemoryGateDecision | None:
+    """Record the gate's decision on one turn, once per run; returns it (None if the turn is not pending
+    and has no decision for its current run, e.g. failed, disabled or superseded by a re-run).
+
+    1. Count the attempt on the turn while it is still pending (which also tells the sweep that a
+       worker is on it); a turn no longer pending returns the decision already recorded.
+    2. Build the context window and ask the gate, with no transaction open.
+    3. In one atomic(): claim the turn (pending, same run → done) with a conditional UPDATE and insert
+       the decision; after commit, an UPDATE_* decision goes to the write guardian.
+
+    A redelivered or duplicated task fails the claim (or hits the unique (turn, run_number)) and
+    returns the recorded decision. LLM errors propagate after being noted on the turn, so that the
+    task can retry; ``mark_gate_failed`` records the final failure.
+    """
+    run = turn.gate_run
+    if turn.gate_status != GateStatus.PENDING:
+        return _decision_for_run(turn.id, run)
+    now = timezone.now()
+    live = ConversationTurn.objects.filter(id=turn.id, gate_status=GateStatus.PENDING, gate_run=run)
+    if not live.update(gate_attempts=F("gate_attempts") + 1, gate_enqueued_at=now):
+        return _decision_for_run(turn.id, run)
+
+    try:
+        outcome = ask_gate(context_window(turn), turn.user_message_content, turn.agent_message_content)
+    except llm.LLMError as exc:
+        live.update(gate_last_error=describe_error(exc))
+        raise
+
+    finished = timezone.now()
+    try:
+        with transaction.atomic():
+            if not live.update(gate_status=GateStatus.DONE, gate_finished_at=finished, gate_last_error=None):
+                decision = None  # Another delivery, or an operator's re-run, got there first.
+            else:
+                decision = MemoryGateDecision.objects.create(
+                    turn_id=turn.id,
+                    session_id=turn.session_id,
+                    run_number=run,
+                    decision=outcome.decision,
+                    reason=outcome.reason,
+                    candidate_fact=outcome.candidate_fact,
+                    confidence=outcome.confidence,
+                    llm_model=outcome.llm_model,
+                    llm_latency_ms=outcome.llm_latency_ms,
+                    prompt_tokens=outcome.prompt_tokens,
+                    completion_tokens=outcome.completion_tokens,
+                    raw_response=outcome.raw_response if settings.MEMORY_GATE_STORE_RAW_LLM_RESPONSE else None,
+                    prompt_version=outcome.prompt_version,
+                    created_at=finished,
+                )
+                if decision.decision != Decision.NO_WRITE:
+                    run_guardian.delay_on_commit(decision.id)
+    except IntegrityError:
+        # Another delivery recorded this run's decision first; make sure the turn says so too.
+        decision = None
+        if _decision_for_run(turn.id, run) is not None:
+            live.update(gate_status=GateStatus.DONE, gate_finished_at=finished, gate_last_error=None)
+    if decision is None:
+        return _decision_for_run(turn.id, run)
+    turn.gate_status, turn.gate_finished_at, turn.gate_last_error = GateStatus.DONE, finished, None
+    logger.info("gate: turn %s run %d -> %s (%s)", turn.id, run, decision.decision, decision.llm_model)
+    return decision
+
+
+def mark_gate_failed(turn_id: str, *, error: str) -> bool:
+    """The retries are spent: the pending turn becomes ``failed`` with the error, visible and re-runnable."""
+    failed = ConversationTurn.objects.filter(id=turn_id, gate_status=GateStatus.PENDING).update(
+        gate_status=GateStatus.FAILED, gate_last_error=error[:20000], gate_finished_at=timezone.now()
+    )
+    if failed:
+        logger.warning("gate failed for turn %s: %s", turn_id, error.splitlines()[0] if error else "")
+    return bool(failed)
+
+
+def _enqueue(turn_id: str) -> None:
+    from sessions_app.tasks import run_gate
+
+    run_gate.delay(turn_id)
+
+
+def sweep_pending_turns(*, grace_s: int | None = None) -> int:
+    """Re-enqueue turns still pending ``GATE_SWEEP_GRACE_S`` seconds after they were enqueued or last tried.
+
+    Closes the gap a dead broker at ingest time, or a worker killed while holding the message, leaves.
+    Each requeue refreshes the turn's ``gate_enqueued_at``, so a turn is sent again once per grace
+    period at most; a duplicate delivery is harmless (``decide_turn`` claims the turn once). Returns
+    the number of turns enqueued; a broker error propagates after the turns already sent.
+    """
+    grace = settings.GATE_SWEEP_GRACE_S if grace_s is None else grace_s
+    now = timezone.now()
+    cutoff = now - dt.timedelta(seconds=grace)
+    stuck = (
+        ConversationTurn.objects.filter(gate_status=GateStatus.PENDING)
+        .filter(Q(gate_enqueued_at__lt=cutoff) | Q(gate_enqueued_at__isnull=True))
+        .order_by("gate_enqueued_at")
+        .values_list("id", flat=True)[:SWEEP_BATCH]
+    )
+    sent = 0
+    for turn_id in list(stuck):
+        claimed = ConversationTurn.objects.filter(id=turn_id, gate_status=GateStatus.PENDING).filter(
+            Q(gate_enqueued_at__lt=cutoff) | Q(gate_enqueued_at__isnull=True)
+        )
+        if not claimed.update(gate_enqueued_at=now):
+            continue  # Decided, or picked up by a worker, since we looked.
+        _enqueue(turn_id)
+        sent += 1
+    if sent:
+        logger.info("gate sweep: re-enqueued %d pending turn(s)", sent)
+    return sent
+
+
+def rerun_gate(turn: ConversationTurn) -> ConversationTurn:
+    """Run the gate on a turn again (an operator's request): a new run, pending, enqueued after commit.
+
+    Earlier decisions stay recorded; the new one gets the next ``run_number``. A task still holding the
+    previous run finds the run changed and records nothing.
+    """
+    from sessions_app.ingest import enqueue_gate
+
+    with transaction.atomic():
+        ConversationTurn.objects.filter(id=turn.id).update(
+            gate_status=GateStatus.PENDING,
+            gate_run=F("gate_run") + 1,
+            gate_attempts=0,
+            gate_last_error=None,
+            gate_enqueued_at=timezone.now(),
+            gate_finished_at=None,
+        )
+        # Not functools.partial: Django 5.2 logs a failed robust callback by its __qualname__ (ticket #36487).
+        transaction.on_commit(lambda: enqueue_gate(turn.id), robust=True)
+    turn.refresh_from_db()
+    return turn
+
+
+__all__ = [
+    "GateOutcome",
+    "PROMPT_VERSION",
+    "ask_gate",
+    "build_messages",
+    "context_window",
+    "decide_turn",
+    "describe_error",
+    "mark_gate_failed",
+    "rerun_gate",
+    "sweep_pending_turns",
+]

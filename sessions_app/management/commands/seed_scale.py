@@ -1,0 +1,442 @@
+"""Fill the configured database with a year of synthetic traffic for the scale benchmarks (issue 9).
+
+    python manage.py seed_scale --turns 1000000            # 1M turns and everything that follows from them
+
+Proportions (per turn, as a busy agent produces them): one session per ``--turns-per-session`` turns
+(default 50) across ``--channels`` channels, two context rows per turn, one gate decision per turn (about 20 %
+UPDATE_*), one guardian audit per UPDATE_* decision (so ~200k audits at 1M turns), each with its snapshots and
+a file version when written, one dataset sample per audit-sized fraction (``--sample-ratio`` 0.2: 200k at 1M),
+learning events (``--event-ratio`` 0.05) with memory items and rules. Timestamps spread over ``--days`` days
+ending now, ids are ULIDs of those times (so id order is time order, as in production).
+
+Rows go in with ``bulk_create`` in batches (``--batch``), one transaction a batch, no signals, no gate or
+guardian work; the command refuses a non-empty database unless ``--append``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import random
+import sys
+import time
+from argparse import ArgumentParser
+from collections.abc import Iterator
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, transaction
+from django.utils import timezone
+from ulid import ULID
+
+from dataset_app.models import DatasetSample
+from guardian_app.models import (
+    FileSnapshot,
+    FileVersion,
+    LearningEvent,
+    MemoryItem,
+    Rule,
+    WorkspaceFile,
+    WriteGuardianAudit,
+)
+from sessions_app.models import (
+    FILE_FOR_DECISION,
+    ConversationContext,
+    ConversationSession,
+    ConversationTurn,
+    MemoryGateDecision,
+)
+
+CHANNELS = ("discord", "telegram", "slack", "web", "cli", "whatsapp", "signal", "email")
+WORDS = (
+    "the user prefers short answers about python deployment and asked for a summary of yesterday's meeting "
+    "notes with the team on the new billing service which runs on postgres and redis behind nginx"
+).split()
+# Gate decisions: mostly NO_WRITE, the rest spread as a real agent's are (MEMORY.md and USER.md most often).
+DECISION_WEIGHTS = (
+    ("NO_WRITE", 80),
+    ("UPDATE_MEMORY", 9),
+    ("UPDATE_USER", 6),
+    ("UPDATE_SOUL", 2),
+    ("UPDATE_IDENTITY", 1),
+    ("UPDATE_TOOLS", 2),
+)
+AUDIT_STATUS_WEIGHTS = (("written", 85), ("refused", 10), ("skipped", 3), ("failed", 1), ("rolled_back", 1))
+SAMPLE_STATUS_WEIGHTS = (("pending", 55), ("approved", 20), ("auto_approved", 5), ("rejected", 8), ("needs_review", 12))
+EVENT_WEIGHTS = (
+    ("mem_accept", 40),
+    ("mem_reject", 15),
+    ("rule_accept", 15),
+    ("rule_reject", 10),
+    ("rate_limited", 5),
+    ("mem_expire", 10),
+    ("decay_run", 5),
+)
+
+
+def _weighted(rng: random.Random, table: tuple[tuple[str, int], ...], k: int) -> list[str]:
+    return rng.choices([v for v, _ in table], weights=[w for _, w in table], k=k)
+
+
+def _ulid_at(when: dt.datetime) -> str:
+    return str(ULID.from_timestamp(when.timestamp()))
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choices(WORDS, k=n))
+
+
+class Progress:
+    """One line on stderr, redrawn: rows done of the total, rows/s, ETA."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.start = time.monotonic()
+        self.last = 0.0
+
+    def add(self, n: int, label: str) -> None:
+        self.done += n
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < 0.5 and self.done < self.total):
+            return
+        self.last = now
+        rate = self.done / max(now - self.start, 1e-9)
+        frac = min(self.done / max(self.total, 1), 1.0)
+        eta = (self.total - self.done) / rate if rate else 0
+        bar = "#" * int(frac * 30)
+        sys.stderr.write(
+            f"\r[{bar:<30}] {frac:6.1%} {self.done:>10,}/{self.total:,} rows {rate:>9,.0f}/s ETA {eta:5.0f}s {label:<14}"
+        )
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+class Command(BaseCommand):
+    help = "Bulk-insert synthetic sessions, turns, decisions, audits, samples and learning events (issue 9)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--turns", type=int, default=10_000)
+        parser.add_argument("--turns-per-session", type=int, default=50)
+        parser.add_argument("--channels", type=int, default=len(CHANNELS))
+        parser.add_argument("--days", type=int, default=365)
+        parser.add_argument("--sample-ratio", type=float, default=0.2, help="samples per turn (0.2: 200k at 1M)")
+        parser.add_argument("--event-ratio", type=float, default=0.05, help="learning events per turn")
+        parser.add_argument("--batch", type=int, default=5000)
+        parser.add_argument("--seed", type=int, default=9)
+        parser.add_argument("--append", action="store_true", help="allow a database that already has turns")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        turns = opts["turns"]
+        if turns < 1:
+            raise CommandError("--turns must be at least 1")
+        if not opts["append"] and ConversationTurn.objects.exists():
+            raise CommandError("the database already has turns; pass --append to add more")
+        started = time.monotonic()
+        counts = seed(
+            turns=turns,
+            turns_per_session=max(1, opts["turns_per_session"]),
+            channels=max(1, min(opts["channels"], len(CHANNELS))),
+            days=max(1, opts["days"]),
+            sample_ratio=opts["sample_ratio"],
+            event_ratio=opts["event_ratio"],
+            batch=max(100, opts["batch"]),
+            rng_seed=opts["seed"],
+            progress=not opts["no_progress"] and sys.stderr.isatty(),
+        )
+        elapsed = time.monotonic() - started
+        total = sum(counts.values())
+        for name, n in counts.items():
+            self.stdout.write(f"{name:<22} {n:>10,}")
+        self.stdout.write(
+            f"{'total':<22} {total:>10,} rows in {elapsed:.1f}s ({total / max(elapsed, 1e-9):,.0f} rows/s)"
+        )
+
+
+def seed(
+    *,
+    turns: int,
+    turns_per_session: int = 50,
+    channels: int = len(CHANNELS),
+    days: int = 365,
+    sample_ratio: float = 0.2,
+    event_ratio: float = 0.05,
+    batch: int = 5000,
+    rng_seed: int = 9,
+    progress: bool = False,
+) -> dict[str, int]:
+    """Insert the data set; returns the rows inserted per model. Also used by the query-count tests."""
+    rng = random.Random(rng_seed)
+    now = timezone.now()
+    span = dt.timedelta(days=days).total_seconds()
+    n_sessions = max(1, -(-turns // turns_per_session))
+    # Rows to insert, for the progress bar (audits ~ 20 % of turns with 2 snapshots and a version each).
+    expected = int(turns * (1 + 2 + 1 + 0.2 * 4 + sample_ratio + event_ratio) + n_sessions)
+    bar = Progress(expected, progress)
+    counts = dict.fromkeys(
+        ("sessions", "turns", "contexts", "decisions", "snapshots", "audits", "file_versions", "samples",
+         "learning_events", "memory_items", "rules"),
+        0,
+    )  # fmt: skip
+    start = now - dt.timedelta(seconds=span)
+    sessions = []
+    for i in range(n_sessions):
+        created = start + dt.timedelta(seconds=span * i / n_sessions)
+        channel = CHANNELS[i % channels]
+        sessions.append(
+            ConversationSession(
+                id=f"{channel}:{i // 97:05d}:{_ulid_at(created).lower()}",
+                channel_id=channel,
+                conversation_target=f"user-{i % 997}",
+                account_id=f"acct-{i % 13}",
+                created_at=created,
+                last_activity_at=min(now, created + dt.timedelta(seconds=span / n_sessions * 0.9)),
+            )
+        )
+    for chunk in _chunks(sessions, batch):
+        with transaction.atomic():
+            ConversationSession.objects.bulk_create(chunk, batch_size=batch)
+        bar.add(len(chunk), "sessions")
+    counts["sessions"] = n_sessions
+
+    # File state as the guardian keeps it: per file, the last snapshot and version number.
+    last_snapshot: dict[str, str | None] = dict.fromkeys(FILE_FOR_DECISION.values())
+    seq: dict[str, int] = dict.fromkeys(FILE_FOR_DECISION.values(), 0)
+    last_version: dict[str, str] = {}
+    sample_every = 1 / sample_ratio if sample_ratio > 0 else 0
+    event_every = 1 / event_ratio if event_ratio > 0 else 0
+    sample_acc = event_acc = 0.0
+
+    for base in range(0, turns, batch):
+        size = min(batch, turns - base)
+        rows: dict[str, list[Any]] = {k: [] for k in counts if k != "sessions"}
+        kinds = _weighted(rng, DECISION_WEIGHTS, size)
+        for j in range(size):
+            t = base + j
+            created = start + dt.timedelta(seconds=span * (t + 0.5) / turns)
+            session = sessions[min(t // turns_per_session, n_sessions - 1)]
+            turn_id = _ulid_at(created)
+            turn = ConversationTurn(
+                id=turn_id,
+                session_id=session.id,
+                turn_number=t % turns_per_session + 1,
+                user_message_id=f"m{t}",
+                user_message_content=_text(rng, rng.randint(6, 30)),
+                user_from=session.conversation_target,
+                agent_message_content=_text(rng, rng.randint(10, 60)),
+                created_at=created,
+                gate_status="done",
+                gate_attempts=1,
+                gate_finished_at=created + dt.timedelta(seconds=2),
+            )
+            rows["turns"].append(turn)
+            for k, role in enumerate(("user", "agent")):
+                rows["contexts"].append(
+                    ConversationContext(
+                        turn_id=turn_id,
+                        role=role,
+                        message=_text(rng, rng.randint(5, 20)),
+                        timestamp=created - dt.timedelta(minutes=2 - k),
+                        sequence_number=k + 1,
+                    )
+                )
+            kind = kinds[j]
+            decided = created + dt.timedelta(seconds=2)
+            decision = MemoryGateDecision(
+                id=_ulid_at(decided),
+                turn_id=turn_id,
+                session_id=session.id,
+                decision=kind,
+                reason=_text(rng, 8),
+                candidate_fact=None if kind == "NO_WRITE" else _text(rng, 10),
+                confidence=round(rng.uniform(0.5, 1), 3),
+                llm_model="gpt-4o-mini",
+                llm_latency_ms=rng.randint(300, 2500),
+                prompt_tokens=rng.randint(300, 2000),
+                completion_tokens=rng.randint(20, 120),
+                created_at=decided,
+            )
+            rows["decisions"].append(decision)
+            audit = None
+            if kind != "NO_WRITE":
+                file_name = FILE_FOR_DECISION[kind]
+                status = _weighted(rng, AUDIT_STATUS_WEIGHTS, 1)[0]
+                audited = decided + dt.timedelta(seconds=3)
+                before = last_snapshot[file_name]
+                after = None
+                if status in ("written", "rolled_back"):
+                    body = f"# {file_name}\n\n- {decision.candidate_fact}\n"
+                    after = _ulid_at(audited)
+                    rows["snapshots"].append(
+                        FileSnapshot(
+                            id=after,
+                            file_name=file_name,
+                            content=body,
+                            content_hash=hashlib.sha256(body.encode()).hexdigest(),
+                            created_at=audited,
+                        )
+                    )
+                audit = WriteGuardianAudit(
+                    id=_ulid_at(audited),
+                    decision_id=decision.id,
+                    turn_id=turn_id,
+                    session_id=session.id,
+                    target_file=file_name,
+                    candidate_fact=decision.candidate_fact,
+                    before_snapshot_id=before,
+                    after_snapshot_id=after,
+                    diff=f"+- {decision.candidate_fact}" if after else None,
+                    lines_added=1 if after else 0,
+                    lines_removed=0,
+                    lines_modified=0,
+                    status=status,
+                    reason=_text(rng, 6),
+                    llm_model="gpt-4o-mini",
+                    llm_latency_ms=rng.randint(500, 4000),
+                    agent_steps=rng.randint(1, 4),
+                    created_at=audited,
+                )
+                rows["audits"].append(audit)
+                if after:
+                    seq[file_name] += 1
+                    version = FileVersion(
+                        id=_ulid_at(audited),
+                        file_name=file_name,
+                        seq=seq[file_name],
+                        snapshot_id=after,
+                        kind="write",
+                        audit_id=audit.id,
+                        diff=audit.diff,
+                        lines_added=1,
+                        created_at=audited,
+                    )
+                    rows["file_versions"].append(version)
+                    last_snapshot[file_name] = after
+                    last_version[file_name] = version.id
+            sample_acc += 1
+            if sample_every and sample_acc >= sample_every:
+                sample_acc -= sample_every
+                rows["samples"].append(_sample(rng, turn, decision, audit, session.id))
+            event_acc += 1
+            if event_every and event_acc >= event_every:
+                event_acc -= event_every
+                event_type = _weighted(rng, EVENT_WEIGHTS, 1)[0]
+                ref = ""
+                if event_type == "mem_accept":
+                    item = MemoryItem(
+                        id=_ulid_at(created),
+                        content=_text(rng, 10),
+                        fingerprint=hashlib.sha256(f"item{t}".encode()).hexdigest(),
+                        quality_score=round(rng.uniform(0.5, 1), 3),
+                        score=round(rng.uniform(0.1, 1), 3),
+                        status=rng.choice(("active", "active", "active", "expired", "suppressed")),
+                        trace_id=turn_id,
+                        user_id=session.conversation_target or "",
+                        expires_at=created + dt.timedelta(days=90),
+                        created_at=created,
+                        updated_at=created,
+                    )
+                    rows["memory_items"].append(item)
+                    ref = item.id
+                elif event_type == "rule_accept":
+                    rule = Rule(
+                        id=_ulid_at(created),
+                        rule_type=rng.choice(("style", "style", "routing", "safety")),
+                        content=_text(rng, 8),
+                        subject=rng.choice(WORDS),
+                        fingerprint=hashlib.sha256(f"rule{t}".encode()).hexdigest(),
+                        priority=rng.randint(10, 90),
+                        status=rng.choice(("active", "active", "suppressed", "archived")),
+                        trace_id=turn_id,
+                        created_at=created,
+                        updated_at=created,
+                    )
+                    rows["rules"].append(rule)
+                    ref = rule.id
+                rows["learning_events"].append(
+                    LearningEvent(
+                        id=_ulid_at(created + dt.timedelta(milliseconds=1)),
+                        event_type=event_type,
+                        trace_id=turn_id,
+                        user_id=session.conversation_target or "",
+                        reason="ok",
+                        ref_id=ref,
+                        payload_json={"turn": turn_id},
+                        created_at=created,
+                    )
+                )
+        with transaction.atomic():
+            for name, model in (
+                ("turns", ConversationTurn),
+                ("contexts", ConversationContext),
+                ("decisions", MemoryGateDecision),
+                ("snapshots", FileSnapshot),
+                ("audits", WriteGuardianAudit),
+                ("file_versions", FileVersion),
+                ("samples", DatasetSample),
+                ("memory_items", MemoryItem),
+                ("rules", Rule),
+                ("learning_events", LearningEvent),
+            ):
+                if rows[name]:
+                    model.objects.bulk_create(rows[name], batch_size=batch)
+                    counts[name] += len(rows[name])
+        bar.add(sum(len(v) for v in rows.values()), f"turns {base + size:,}")
+
+    with transaction.atomic():
+        for file_name, version_id in last_version.items():
+            WorkspaceFile.objects.update_or_create(
+                file_name=file_name, defaults={"current_version_id": version_id, "updated_at": now}
+            )
+    bar.close()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+    return counts
+
+
+def _sample(
+    rng: random.Random,
+    turn: ConversationTurn,
+    decision: MemoryGateDecision,
+    audit: WriteGuardianAudit | None,
+    session_id: str,
+) -> DatasetSample:
+    if audit is not None and rng.random() < 0.5:
+        sample_type, source, label = "write_guardian_decision", audit.id, audit.status
+    elif decision.decision != "NO_WRITE":
+        sample_type, source, label = "memory_gate_positive", decision.id, decision.decision
+    else:
+        sample_type, source, label = "memory_gate_negative", decision.id, "NO_WRITE"
+    content = {
+        "input": {"user_message": turn.user_message_content, "agent_message": turn.agent_message_content},
+        "output": {"decision": decision.decision, "reason": decision.reason, "candidate_fact": decision.candidate_fact},
+    }
+    pii = rng.random() < 0.03
+    return DatasetSample(
+        id=_ulid_at(turn.created_at + dt.timedelta(seconds=10)),
+        sample_type=sample_type,
+        turn_id=turn.id,
+        decision_id=decision.id,
+        audit_id=audit.id if sample_type == "write_guardian_decision" else None,
+        session_id=session_id,
+        source_key=f"{sample_type}:{source}",
+        content=content,
+        label=label,
+        quality_score=round(rng.uniform(0.2, 1), 3),
+        annotation_status=_weighted(rng, SAMPLE_STATUS_WEIGHTS, 1)[0],
+        privacy_checked=True,
+        contains_pii=pii,
+        pii_redacted_content=content if pii else None,
+        collection_strategy="scale_seed",
+        fingerprint=hashlib.sha256(f"{sample_type}{label}".encode()).hexdigest()[:16],
+        created_at=turn.created_at + dt.timedelta(seconds=10),
+    )
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,130 @@
+"""Gate statistics: per-day figures from the decisions, and their hourly roll-up into MemoryGateStats.
+
+A day is a calendar day in ``TIME_ZONE``. The roll-up stores one row per day (the seed's
+``memory_gate_stats``); readers use the stored rows for settled days and aggregate the last two
+days live, so today's figures are never an hour old.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, QuerySet, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from sessions_app.models import Decision, MemoryGateDecision, MemoryGateStats
+
+COUNT_FIELDS: dict[str, str] = {
+    Decision.NO_WRITE: "no_write_count",
+    Decision.UPDATE_MEMORY: "update_memory_count",
+    Decision.UPDATE_USER: "update_user_count",
+    Decision.UPDATE_SOUL: "update_soul_count",
+    Decision.UPDATE_IDENTITY: "update_identity_count",
+    Decision.UPDATE_TOOLS: "update_tools_count",
+}
+FIGURE_FIELDS = ("session_count", "total_decisions", *COUNT_FIELDS.values(), "avg_latency_ms")
+
+
+def start_of_day(day: dt.date) -> dt.datetime:
+    """Midnight at the start of ``day`` in the current time zone."""
+    return timezone.make_aware(dt.datetime.combine(day, dt.time.min))
+
+
+def empty_figures() -> dict[str, Any]:
+    figures: dict[str, Any] = dict.fromkeys(FIGURE_FIELDS, 0)
+    figures["avg_latency_ms"] = None
+    return figures
+
+
+def figures_by(
+    decisions: QuerySet[MemoryGateDecision], key: Any, *, sessions: bool = True
+) -> dict[Any, dict[str, Any]]:
+    """Counts per decision, total, distinct sessions and mean latency, grouped by the expression ``key``.
+
+    Two grouped queries whatever the number of groups.
+    """
+    decisions = decisions.order_by()
+    out: dict[Any, dict[str, Any]] = defaultdict(empty_figures)
+    latency: dict[Any, list[int]] = defaultdict(lambda: [0, 0])
+    rows = (
+        decisions.annotate(group=key)
+        .values("group", "decision")
+        .annotate(n=Count("id"), latency_sum=Sum("llm_latency_ms"), latency_n=Count("llm_latency_ms"))
+    )
+    for row in rows:
+        figures = out[row["group"]]
+        figures[COUNT_FIELDS[row["decision"]]] += row["n"]
+        figures["total_decisions"] += row["n"]
+        latency[row["group"]][0] += row["latency_sum"] or 0
+        latency[row["group"]][1] += row["latency_n"]
+    for group, (total, count) in latency.items():
+        out[group]["avg_latency_ms"] = round(total / count) if count else None
+    if sessions:
+        for row in decisions.annotate(group=key).values("group").annotate(s=Count("session_id", distinct=True)):
+            out[row["group"]]["session_count"] = row["s"]
+    return dict(out)
+
+
+def day_figures(since: dt.date, until: dt.date) -> dict[dt.date, dict[str, Any]]:
+    """Live figures for each day from ``since`` to ``until`` inclusive that has decisions."""
+    decisions = MemoryGateDecision.objects.filter(
+        created_at__gte=start_of_day(since), created_at__lt=start_of_day(until + dt.timedelta(days=1))
+    )
+    return figures_by(decisions, TruncDate("created_at"))
+
+
+def roll_up_gate_stats(*, since: dt.date | None = None) -> int:
+    """Store one MemoryGateStats row per day from ``since`` (default: the last stored day, or yesterday,
+    whichever is earlier; on the first run, the first day with a decision) through today.
+
+    Recomputes whole days from the decisions, so running it twice changes nothing; a day whose
+    decisions were all deleted keeps a row of zeros. Returns the number of rows written. Does nothing
+    when ``MEMORY_GATE_ENABLE_STATS`` is off.
+    """
+    if not settings.MEMORY_GATE_ENABLE_STATS:
+        return 0
+    today = timezone.localdate()
+    if since is None:
+        last = MemoryGateStats.objects.order_by("-date").values_list("date", flat=True).first()
+        if last is not None:
+            since = min(last, today - dt.timedelta(days=1))
+        else:
+            first = MemoryGateDecision.objects.order_by("created_at").values_list("created_at", flat=True).first()
+            if first is None:
+                return 0
+            since = timezone.localdate(first)
+    figures = day_figures(since, today)
+    stored = set(MemoryGateStats.objects.filter(date__gte=since, date__lte=today).values_list("date", flat=True))
+    now = timezone.now()
+    written = 0
+    with transaction.atomic():
+        for day in sorted(set(figures) | stored):
+            MemoryGateStats.objects.update_or_create(
+                date=day, defaults={**figures.get(day, empty_figures()), "updated_at": now}
+            )
+            written += 1
+    return written
+
+
+def daily_stats(*, days: int = 30) -> list[dict[str, Any]]:
+    """One row per day for the last ``days`` days, oldest first, days without decisions as zeros.
+
+    Stored roll-up rows serve the days before yesterday; yesterday, today and any day the roll-up has
+    not reached are aggregated live.
+    """
+    today = timezone.localdate()
+    start = today - dt.timedelta(days=max(days, 1) - 1)
+    live_from = today - dt.timedelta(days=1)
+    stored: dict[dt.date, dict[str, Any]] = {}
+    if settings.MEMORY_GATE_ENABLE_STATS:
+        for row in MemoryGateStats.objects.filter(date__gte=start, date__lt=live_from):
+            stored[row.date] = {name: getattr(row, name) for name in FIGURE_FIELDS}
+    all_days = [start + dt.timedelta(days=i) for i in range((today - start).days + 1)]
+    missing = [day for day in all_days if day not in stored]
+    live = day_figures(min(missing), today) if missing else {}
+    return [{"date": day, **(stored.get(day) or live.get(day) or empty_figures())} for day in all_days]
