@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class GuardianAppConfig(AppConfig):
+    name = "guardian_app"
+    verbose_name = "Memory files and the write guardian"

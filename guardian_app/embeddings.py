@@ -1,0 +1,226 @@
+"""Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, Ollama, vLLM, llama.cpp server).
+
+Calls go through the official ``openai`` SDK, whose retries (with exponential backoff) cover timeouts, 429s,
+5xx answers and dropped connections; inputs are sent in batches of at most ``EMBEDDING_BATCH_SIZE`` texts and
+``EMBEDDING_BATCH_MAX_TOKENS`` estimated tokens. Vectors are float32 blobs. Every vector is kept in
+``embedding_cache`` under (provider, model, provider_key, sha256 of the text), so unchanged text is never
+embedded twice. With ``EMBEDDING_BASE_URL`` or ``EMBEDDING_MODEL`` unset there is no endpoint and recall
+is keyword-only; nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
+from django.conf import settings
+from django.utils import timezone
+
+from guardian_app.chunking import estimate_tokens
+from guardian_app.models import EmbeddingCache
+
+logger = logging.getLogger(__name__)
+
+PROVIDER = "openai-compatible"
+_LOOKUP_BATCH = 500
+
+
+class EmbeddingError(Exception):
+    """The endpoint could not embed the texts (after the SDK's retries), or answered nonsense."""
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    base_url: str
+    api_key: str
+    model: str
+    dimensions: int = 0
+    timeout_s: float = 60.0
+    max_retries: int = 3
+
+    @property
+    def provider_key(self) -> str:
+        """Tells endpoints and accounts apart in the cache without storing the key."""
+        return hashlib.sha256(f"{self.base_url}|{self.api_key}".encode()).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        """What ``memory_index_chunks.model`` records, so vectors of two models are never compared."""
+        suffix = f"@{self.dimensions}" if self.dimensions else ""
+        return f"{PROVIDER}/{self.model}{suffix}"
+
+
+def current_config() -> EmbeddingConfig | None:
+    """The configured endpoint, or None (keyword-only recall)."""
+    if not settings.EMBEDDING_BASE_URL or not settings.EMBEDDING_MODEL:
+        return None
+    return EmbeddingConfig(
+        base_url=settings.EMBEDDING_BASE_URL,
+        api_key=settings.EMBEDDING_API_KEY,
+        model=settings.EMBEDDING_MODEL,
+        dimensions=settings.EMBEDDING_DIMENSIONS,
+        timeout_s=settings.EMBEDDING_TIMEOUT_S,
+        max_retries=settings.EMBEDDING_MAX_RETRIES,
+    )
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def to_blob(vector: Sequence[float] | np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def from_blob(blob: bytes | memoryview) -> np.ndarray:
+    return np.frombuffer(bytes(blob), dtype=np.float32)
+
+
+@lru_cache(maxsize=8)
+def _client(config: EmbeddingConfig):  # noqa: ANN202 - openai.OpenAI, imported lazily.
+    from openai import OpenAI
+
+    # Local servers (Ollama, vLLM) take any key; the SDK refuses to start without one.
+    return OpenAI(
+        base_url=config.base_url,
+        api_key=config.api_key or "unused",
+        timeout=config.timeout_s,
+        max_retries=config.max_retries,
+    )
+
+
+def batches(texts: Sequence[str], *, size: int, max_tokens: int) -> Iterable[list[int]]:
+    """Indexes of ``texts`` in groups of at most ``size`` texts and ``max_tokens`` estimated tokens."""
+    group: list[int] = []
+    tokens = 0
+    for index, text in enumerate(texts):
+        cost = estimate_tokens(text)
+        if group and (len(group) >= size or tokens + cost > max_tokens):
+            yield group
+            group, tokens = [], 0
+        group.append(index)
+        tokens += cost
+    if group:
+        yield group
+
+
+def embed_texts(texts: Sequence[str], *, config: EmbeddingConfig) -> list[np.ndarray]:
+    """One vector per text, in order, batched; raises EmbeddingError when the endpoint fails."""
+    import openai
+
+    vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
+    extra = {"dimensions": config.dimensions} if config.dimensions else {}
+    for group in batches(
+        texts, size=max(1, settings.EMBEDDING_BATCH_SIZE), max_tokens=settings.EMBEDDING_BATCH_MAX_TOKENS
+    ):
+        inputs = [texts[i] or " " for i in group]  # Some servers refuse an empty string.
+        try:
+            response = _client(config).embeddings.create(
+                model=config.model, input=inputs, encoding_format="float", **extra
+            )
+        except openai.OpenAIError as exc:
+            raise EmbeddingError(f"embedding endpoint failed: {exc}") from exc
+        data = sorted(response.data, key=lambda item: item.index)
+        if len(data) != len(inputs):
+            raise EmbeddingError(f"asked for {len(inputs)} embeddings, got {len(data)}")
+        for position, item in zip(group, data, strict=True):
+            vector = np.asarray(item.embedding, dtype=np.float32)
+            if vector.ndim != 1 or not vector.size or not np.all(np.isfinite(vector)):
+                raise EmbeddingError("the endpoint returned an empty or non-finite vector")
+            vectors[position] = vector
+    sizes = {v.size for v in vectors}
+    if len(sizes) > 1:
+        raise EmbeddingError(f"the endpoint returned vectors of different sizes: {sorted(sizes)}")
+    return vectors
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    embedded: int = 0
+
+
+def embed_with_cache(
+    items: Sequence[tuple[str, str]], *, config: EmbeddingConfig, stats: CacheStats | None = None
+) -> dict[str, bytes]:
+    """``(hash, text)`` pairs -> ``{hash: float32 blob}``: cached vectors first, the endpoint for the rest.
+
+    New vectors are stored in the cache before returning. Raises EmbeddingError (nothing cached then).
+    """
+    stats = stats if stats is not None else CacheStats()
+    wanted: dict[str, str] = {}
+    for digest, text in items:
+        wanted.setdefault(digest, text)
+    found: dict[str, bytes] = {}
+    hashes = list(wanted)
+    for start in range(0, len(hashes), _LOOKUP_BATCH):
+        rows = EmbeddingCache.objects.filter(
+            provider=PROVIDER,
+            model=config.model,
+            provider_key=config.provider_key,
+            hash__in=hashes[start : start + _LOOKUP_BATCH],
+        ).values_list("hash", "embedding", "dims")
+        for digest, blob, dims in rows:
+            if not config.dimensions or dims == config.dimensions:
+                found[digest] = bytes(blob)
+    stats.hits += len(found)
+    missing = [digest for digest in hashes if digest not in found]
+    if missing:
+        vectors = embed_texts([wanted[d] for d in missing], config=config)
+        now = timezone.now()
+        rows = []
+        for digest, vector in zip(missing, vectors, strict=True):
+            blob = to_blob(vector)
+            found[digest] = blob
+            rows.append(
+                EmbeddingCache(
+                    provider=PROVIDER,
+                    model=config.model,
+                    provider_key=config.provider_key,
+                    hash=digest,
+                    embedding=blob,
+                    dims=vector.size,
+                    updated_at=now,
+                )
+            )
+        EmbeddingCache.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
+        stats.embedded += len(missing)
+    return found
+
+
+_QUERY_CACHE: dict[tuple[EmbeddingConfig, str], np.ndarray] = {}
+_QUERY_CACHE_SIZE = 256
+# A recall waits for its query's vector: a short timeout, one retry, and after a failure the endpoint is
+# left alone for a while (recall answers keyword-only meanwhile) rather than making every request wait.
+QUERY_TIMEOUT_S = 10.0
+QUERY_BACKOFF_S = 30.0
+_query_endpoint_down_until: dict[EmbeddingConfig, float] = {}
+
+
+def embed_query(text: str, *, config: EmbeddingConfig) -> np.ndarray:
+    """The query's vector; raises EmbeddingError (at once while a recent failure is being waited out).
+
+    Kept in a small per-process cache, not in ``embedding_cache``: a read must not write to the database.
+    """
+    key = (config, text)
+    vector = _QUERY_CACHE.get(key)
+    if vector is not None:
+        return vector
+    if _query_endpoint_down_until.get(config, 0.0) > time.monotonic():
+        raise EmbeddingError("the endpoint failed moments ago; retrying it shortly")
+    quick = replace(config, timeout_s=min(config.timeout_s, QUERY_TIMEOUT_S), max_retries=min(config.max_retries, 1))
+    try:
+        vector = embed_texts([text], config=quick)[0]
+    except EmbeddingError:
+        _query_endpoint_down_until[config] = time.monotonic() + QUERY_BACKOFF_S
+        raise
+    _query_endpoint_down_until.pop(config, None)
+    if len(_QUERY_CACHE) >= _QUERY_CACHE_SIZE:
+        _QUERY_CACHE.pop(next(iter(_QUERY_CACHE)))
+    _QUERY_CACHE[key] = vector
+    return vector

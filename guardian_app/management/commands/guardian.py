@@ -1,0 +1,431 @@
+"""The seed's `/reflection guardian` CLI: list, show, diff, rollback, history, correct and export audits."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import sys
+from argparse import ArgumentParser
+from pathlib import Path
+from typing import IO, Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from guardian_app import workspace
+from guardian_app.corrections import correct_audit
+from guardian_app.errors import GuardianError
+from guardian_app.guardian import retry_write, sweep_pending_decisions
+from guardian_app.models import MEMORY_FILES, WriteGuardianAudit
+from guardian_app.queries import audit_record, file_history, list_audits
+from guardian_app.rollback import rollback_session, rollback_write
+from reflection_site.errors import ReflectionError
+
+STATUSES = WriteGuardianAudit.Status.values
+CSV_FIELDS = [
+    "id", "created_at", "status", "target_file", "candidate_fact", "reason", "held_for_review", "source",
+    "source_ref", "requested_by", "decision_id", "turn_id", "session_id", "retry_of_id", "lines_added",
+    "lines_removed", "lines_modified", "llm_model", "llm_latency_ms", "agent_steps", "rolled_back_at",
+    "rolled_back_by", "rollback_reason",
+]  # fmt: skip
+
+
+def _when(value: str) -> dt.datetime:
+    """ISO 8601 (`2026-03-01`, `2026-03-01T09:00`, `…Z`); a time without a zone is in TIME_ZONE."""
+    try:
+        parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise CommandError(f"not an ISO 8601 time: {value!r}") from exc
+    return parsed if parsed.tzinfo else timezone.make_aware(parsed)
+
+
+def _file(value: str) -> str:
+    if value not in MEMORY_FILES:
+        raise CommandError(f"unknown memory file {value!r}; expected one of {', '.join(MEMORY_FILES)}")
+    return value
+
+
+def _short(text: str | None, width: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _table(rows: list[list[Any]], headers: list[str]) -> str:
+    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    return "\n".join(lines)
+
+
+class Command(BaseCommand):
+    help = (
+        "Write-guardian audits. `list [SESSION]` shows the newest audits (default 10; -f file, -s status, "
+        "--since/--until ISO 8601, -d with a diff summary). `show ID` prints one audit with its diff, `diff ID` "
+        "only the diff (coloured on a terminal). `rollback ID --reason …` undoes one write and keeps later "
+        "changes; an overlapping later change stops it unless --force. `rollback-session SESSION --reason …` "
+        "does a session's writes all or nothing (--partial, --dry-run). `retry ID [--fact …] [--file …]` runs "
+        "the guardian again. `history -f FILE -l N` lists a file's versions. `correct ID --status … --reason …` "
+        "records a behaviour correction (--apply-to-future steers later runs). `export --format json|csv|markdown "
+        "-o FILE [--include-content]` writes the matching audits. `sweep` re-enqueues decisions without an audit, "
+        "`drift` records hand edits. --json gives machine-readable output."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+
+        def filters(sub: ArgumentParser, *, default_limit: int | None) -> None:
+            sub.add_argument("session_key", nargs="?", help="Only this session's audits.")
+            sub.add_argument("-l", "--limit", type=int, default=default_limit, help="At most N audits, newest first.")
+            sub.add_argument("-f", "--file", type=_file, help="Only this memory file.")
+            sub.add_argument("-s", "--status", choices=STATUSES, help="Only this status.")
+            sub.add_argument("--since", type=_when, help="Created at or after (ISO 8601).")
+            sub.add_argument("--until", type=_when, help="Created at or before (ISO 8601).")
+
+        listing = actions.add_parser("list", help="List audits, newest first.")
+        filters(listing, default_limit=10)
+        listing.add_argument("-d", "--with-diff", action="store_true", help="Show each audit's diff summary.")
+        listing.add_argument("--json", action="store_true")
+
+        show = actions.add_parser("show", help="One audit in full, with its diff.")
+        show.add_argument("audit_id")
+        show.add_argument("--include-content", action="store_true", help="Print the file before and after.")
+        show.add_argument("--json", action="store_true")
+
+        diff = actions.add_parser("diff", help="An audit's unified diff.")
+        diff.add_argument("audit_id")
+        diff.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+
+        rollback = actions.add_parser("rollback", help="Undo one write, keeping later changes.")
+        rollback.add_argument("audit_id")
+        rollback.add_argument("--reason", required=True)
+        rollback.add_argument("--force", action="store_true", help="Overwrite overlapping later changes.")
+        rollback.add_argument("--by", default="cli", help="Who asks (default: cli).")
+        rollback.add_argument("--json", action="store_true")
+
+        session = actions.add_parser("rollback-session", help="Undo a session's writes, all or nothing.")
+        session.add_argument("session_id")
+        session.add_argument("--reason", required=True)
+        session.add_argument("--since", type=_when)
+        session.add_argument("--until", type=_when)
+        session.add_argument("--dry-run", action="store_true")
+        session.add_argument("--partial", action="store_true", help="Apply the clean ones, report the rest.")
+        session.add_argument("--by", default="cli")
+        session.add_argument("--json", action="store_true")
+
+        retry = actions.add_parser("retry", help="Run the guardian again for an audit's decision.")
+        retry.add_argument("audit_id")
+        retry.add_argument("--fact", help="A corrected fact.")
+        retry.add_argument("--file", type=_file, help="Another target file.")
+        retry.add_argument("--by", default="cli")
+
+        history = actions.add_parser("history", help="A file's versions, newest first.")
+        history.add_argument("file_name", nargs="?", type=_file, help="The file (or -f).")
+        history.add_argument("-f", "--file", type=_file, help="The file.")
+        history.add_argument("-l", "--limit", type=int, default=20, help="At most N versions (default 20).")
+        history.add_argument("-d", "--with-diff", action="store_true", help="Print each version's diff.")
+        history.add_argument("--json", action="store_true")
+
+        correct = actions.add_parser("correct", help="Record the right outcome for an audit.")
+        correct.add_argument("audit_id")
+        correct.add_argument("--status", required=True, choices=["written", "refused"])
+        correct.add_argument("--fact", help="The corrected candidate fact.")
+        correct.add_argument("--file", type=_file, help="The corrected target file.")
+        correct.add_argument("--reason", required=True)
+        correct.add_argument("--apply-to-future", action="store_true", help="Steer the gate and guardian from now on.")
+        correct.add_argument("--pattern", help="The correction pattern (default: derived from the fact).")
+        correct.add_argument("--by", default="cli")
+
+        export = actions.add_parser("export", help="Write the matching audits to a file.")
+        filters(export, default_limit=None)
+        export.add_argument("--format", choices=["json", "csv", "markdown"], default="json")
+        export.add_argument("-o", "--output", type=Path, help="File to write (default: stdout).")
+        export.add_argument("--include-content", action="store_true", help="Include the files before and after.")
+
+        sweep = actions.add_parser("sweep", help="Re-enqueue UPDATE_* decisions still without an audit.")
+        sweep.add_argument("--grace", type=int, default=None, help="Seconds (default GUARDIAN_SWEEP_GRACE_S).")
+
+        actions.add_parser("drift", help="Record hand edits of the memory files now (as the 10-minute task does).")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            getattr(self, "handle_" + options["action"].replace("-", "_"))(options)
+        except ReflectionError as exc:
+            raise CommandError(exc.message) from exc
+
+    # --- helpers --------------------------------------------------------------------------------
+    def _audit(self, audit_id: str) -> WriteGuardianAudit:
+        audit = (
+            WriteGuardianAudit.objects.select_related("before_snapshot", "after_snapshot", "rollback")
+            .filter(id=audit_id)
+            .first()
+        )
+        if audit is None:
+            raise CommandError(f"no audit {audit_id!r}")
+        return audit
+
+    def _selection(self, options: dict[str, Any]) -> Any:
+        limit = options["limit"]
+        if limit is not None and limit < 1:
+            raise CommandError("--limit must be at least 1")
+        audits = list_audits(
+            session=options["session_key"],
+            file=options["file"],
+            status=options["status"],
+            since=options["since"],
+            until=options["until"],
+        ).order_by("-created_at", "-id")
+        return audits[:limit] if limit else audits
+
+    def _colour(self, diff: str, mode: str) -> str:
+        use = mode == "always" or (mode == "auto" and hasattr(self.stdout, "isatty") and self.stdout.isatty())
+        if not use:
+            return diff
+        out = []
+        for line in diff.splitlines():
+            if line.startswith(("+++", "---")):
+                out.append(f"\033[1m{line}\033[0m")
+            elif line.startswith("@@"):
+                out.append(f"\033[36m{line}\033[0m")
+            elif line.startswith("+"):
+                out.append(f"\033[32m{line}\033[0m")
+            elif line.startswith("-"):
+                out.append(f"\033[31m{line}\033[0m")
+            else:
+                out.append(line)
+        return "\n".join(out) + ("\n" if diff.endswith("\n") else "")
+
+    # --- list / show / diff ---------------------------------------------------------------------
+    def handle_list(self, options: dict[str, Any]) -> None:
+        audits = list(self._selection(options))
+        if options["json"]:
+            self.stdout.write(json.dumps([audit_record(a, with_diff=options["with_diff"]) for a in audits], indent=2))
+            return
+        if not audits:
+            self.stdout.write("No audits.")
+            return
+        rows = [
+            [a.id, a.created_at.strftime("%Y-%m-%d %H:%M:%S"), a.status, a.target_file, _short(a.candidate_fact, 50)]
+            + (
+                [f"+{a.lines_added or 0} -{a.lines_removed or 0} ~{a.lines_modified or 0}"]
+                if options["with_diff"]
+                else []
+            )
+            for a in audits
+        ]
+        headers = ["ID", "CREATED", "STATUS", "FILE", "FACT"] + (["DIFF"] if options["with_diff"] else [])
+        self.stdout.write(_table(rows, headers))
+
+    def handle_show(self, options: dict[str, Any]) -> None:
+        audit = self._audit(options["audit_id"])
+        record = audit_record(audit, include_content=options["include_content"])
+        if options["json"]:
+            self.stdout.write(json.dumps(record, indent=2))
+            return
+        for key, value in record.items():
+            if key in {"diff", "before_content", "after_content", "rollback"} or value in (None, ""):
+                continue
+            self.stdout.write(f"{key:>18}: {value}")
+        if record["rollback"]:
+            rb = record["rollback"]
+            self.stdout.write(
+                f"{'rolled back':>18}: {rb['rolled_back_at']} by {rb['rolled_back_by']} ({rb['method']}): {rb['reason']}"
+            )
+        self.stdout.write("")
+        self.stdout.write(self._colour(audit.diff or "(no diff)\n", "auto"))
+        if options["include_content"]:
+            self.stdout.write("--- before ---\n" + (record["before_content"] or "(no file)\n"))
+            self.stdout.write("--- after ---\n" + (record["after_content"] or "(not written)\n"))
+
+    def handle_diff(self, options: dict[str, Any]) -> None:
+        audit = self._audit(options["audit_id"])
+        self.stdout.write(self._colour(audit.diff or "", options["color"]), ending="")
+
+    # --- rollback / retry / correct -------------------------------------------------------------
+    def handle_rollback(self, options: dict[str, Any]) -> None:
+        audit = self._audit(options["audit_id"])
+        try:
+            rollback = rollback_write(
+                audit, reason=options["reason"], requested_by=options["by"], force=options["force"]
+            )
+        except GuardianError as exc:
+            if options["json"]:
+                self.stdout.write(
+                    json.dumps({"error": {"code": exc.code, "message": exc.message, "details": exc.details}}, indent=2)
+                )
+            raise CommandError(exc.message) from exc
+        if options["json"]:
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "rollback_id": rollback.id,
+                        "audit_id": audit.id,
+                        "method": rollback.method,
+                        "forced": rollback.forced,
+                    }
+                )
+            )
+            return
+        self.stdout.write(self.style.SUCCESS(f"Rolled back {audit.id} ({rollback.method}); rollback {rollback.id}"))
+
+    def handle_rollback_session(self, options: dict[str, Any]) -> None:
+        result = rollback_session(
+            options["session_id"],
+            reason=options["reason"],
+            requested_by=options["by"],
+            since=options["since"],
+            until=options["until"],
+            dry_run=options["dry_run"],
+            partial=options["partial"],
+        )
+        if options["json"]:
+            self.stdout.write(json.dumps(result.as_dict(), indent=2))
+        else:
+            rows = [[i.audit.id, i.audit.target_file, i.status, _short(i.message, 70)] for i in result.items]
+            self.stdout.write(
+                _table(rows, ["AUDIT", "FILE", "PLAN", "MESSAGE"]) if rows else "No written audits in that session."
+            )
+        if result.conflicts and not options["partial"] and not options["dry_run"]:
+            raise CommandError(
+                f"{len(result.conflicts)} write(s) conflict; nothing was rolled back (use --partial to roll back the rest)"
+            )
+        if result.applied:
+            done = sum(1 for i in result.items if i.status == "rolled_back")
+            self.stdout.write(self.style.SUCCESS(f"Rolled back {done} write(s) of {options['session_id']}"))
+
+    def handle_retry(self, options: dict[str, Any]) -> None:
+        audit = self._audit(options["audit_id"])
+        new = retry_write(
+            audit, candidate_fact=options["fact"], target_file=options["file"], requested_by=options["by"]
+        )
+        style = self.style.SUCCESS if new.status == WriteGuardianAudit.Status.WRITTEN else self.style.WARNING
+        self.stdout.write(style(f"Retry {new.id}: {new.status} — {new.reason}"))
+
+    def handle_correct(self, options: dict[str, Any]) -> None:
+        audit = self._audit(options["audit_id"])
+        correction = correct_audit(
+            audit,
+            status=options["status"],
+            reason=options["reason"],
+            corrected_by=options["by"],
+            candidate_fact=options["fact"],
+            target_file=options["file"],
+            apply_to_future=options["apply_to_future"],
+            pattern=options["pattern"],
+        )
+        pattern = (
+            f" (applies to future facts matching {correction.correction_pattern!r})"
+            if correction.apply_to_future
+            else ""
+        )
+        self.stdout.write(self.style.SUCCESS(f"Correction {correction.id} recorded{pattern}"))
+
+    # --- history / export -----------------------------------------------------------------------
+    def handle_history(self, options: dict[str, Any]) -> None:
+        name = options["file"] or options["file_name"]
+        if not name:
+            raise CommandError("give the file with -f FILE (MEMORY.md, USER.md, SOUL.md, IDENTITY.md, TOOLS.md)")
+        if options["limit"] < 1:
+            raise CommandError("--limit must be at least 1")
+        with workspace.file_lock(name):
+            workspace.reconcile(name)
+        versions = list(file_history(name)[: options["limit"]])
+        if options["json"]:
+            self.stdout.write(
+                json.dumps(
+                    [
+                        {
+                            "id": v.id, "seq": v.seq, "kind": v.kind, "created_at": v.created_at.isoformat(),
+                            "audit_id": v.audit_id, "rollback_id": v.rollback_id, "lines_added": v.lines_added,
+                            "lines_removed": v.lines_removed, "content_hash": v.snapshot.content_hash if v.snapshot_id else None,
+                            **({"diff": v.diff} if options["with_diff"] else {}),
+                        }
+                        for v in versions
+                    ],
+                    indent=2,
+                )
+            )  # fmt: skip
+            return
+        if not versions:
+            self.stdout.write(f"No versions of {name} recorded yet.")
+            return
+        rows = [
+            [
+                v.seq,
+                v.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                v.kind,
+                f"+{v.lines_added} -{v.lines_removed}",
+                v.audit_id or "",
+                _short(v.audit.candidate_fact if v.audit_id else "", 40),
+            ]
+            for v in versions
+        ]
+        self.stdout.write(_table(rows, ["#", "WHEN", "KIND", "LINES", "AUDIT", "FACT"]))
+        if options["with_diff"]:
+            for v in versions:
+                self.stdout.write(f"\n#{v.seq} {v.kind}\n" + self._colour(v.diff or "(no change)\n", "auto"))
+
+    def handle_export(self, options: dict[str, Any]) -> None:
+        audits = self._selection(options).select_related("before_snapshot", "after_snapshot")
+        include = options["include_content"]
+        output: Path | None = options["output"]
+        stream: IO[str] = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
+        count = 0
+        try:
+            records = (audit_record(a, include_content=include) for a in audits.iterator(chunk_size=500))
+            if options["format"] == "json":
+                stream.write("[")
+                for count, record in enumerate(records, start=1):
+                    stream.write(("," if count > 1 else "") + "\n  " + json.dumps(record, ensure_ascii=False))
+                stream.write("\n]\n")
+            elif options["format"] == "csv":
+                fields = CSV_FIELDS + (["diff", "before_content", "after_content"] if include else [])
+                writer = csv.DictWriter(stream, fieldnames=fields, extrasaction="ignore")
+                writer.writeheader()
+                for record in records:
+                    count += 1
+                    rollback = record.pop("rollback") or {}
+                    record.update(
+                        rolled_back_at=rollback.get("rolled_back_at"),
+                        rolled_back_by=rollback.get("rolled_back_by"),
+                        rollback_reason=rollback.get("reason"),
+                    )
+                    writer.writerow(record)
+            else:
+                stream.write(
+                    "# Write-guardian audits\n\n| ID | Created | Status | File | Fact | Lines | Reason |\n|---|---|---|---|---|---|---|\n"
+                )
+                details: list[str] = []
+                for record in records:
+                    count += 1
+                    cell = {k: str(v or "").replace("|", "\\|").replace("\n", " ") for k, v in record.items()}
+                    stream.write(
+                        f"| {cell['id']} | {cell['created_at']} | {cell['status']} | {cell['target_file']} | {cell['candidate_fact']} "
+                        f"| +{record['lines_added'] or 0} -{record['lines_removed'] or 0} ~{record['lines_modified'] or 0} | {cell['reason']} |\n"
+                    )
+                    if record.get("diff") or include:
+                        block = f"\n## {record['id']}\n\n"
+                        if record.get("diff"):
+                            block += f"```diff\n{record['diff']}```\n"
+                        if include:
+                            block += f"\nBefore:\n\n```markdown\n{record['before_content'] or ''}```\n\nAfter:\n\n```markdown\n{record['after_content'] or ''}```\n"
+                        details.append(block)
+                stream.writelines(details)
+        finally:
+            if output:
+                stream.close()
+        if output:
+            self.stdout.write(self.style.SUCCESS(f"Exported {count} audit(s) to {output}"))
+
+    # --- periodic jobs by hand ------------------------------------------------------------------
+    def handle_sweep(self, options: dict[str, Any]) -> None:
+        count = sweep_pending_decisions(grace_s=options["grace"])
+        self.stdout.write(f"Requeued {count} decision(s) without an audit")
+
+    def handle_drift(self, options: dict[str, Any]) -> None:
+        versions = workspace.check_drift()
+        self.stdout.write(f"Recorded {len(versions)} hand edit(s) or first sighting(s)")
+        for v in versions:
+            self.stdout.write(f"  {v.file_name} #{v.seq} {v.kind} +{v.lines_added} -{v.lines_removed}")

@@ -1,0 +1,274 @@
+"""The seed's ``memory`` CLI (seed 001): ``memory index [--rebuild]`` and ``memory recall "…" --k 25 --since 30d``;
+``memory reflect --since 7d [--dry-run]``, ``memory project`` and ``memory report --date …`` (seed 004).
+
+Adding a subcommand is two methods and one line: name it in ``ACTIONS``, then write
+``add_<name>_arguments(self, parser)`` and ``handle_<name>(self, options)``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from guardian_app.index import index_status, index_workspace
+from guardian_app.recall import MAX_K, MODES, InvalidRecallQuery, recall
+
+
+class Command(BaseCommand):
+    help = (
+        "The memory index over the workspace's Markdown. `index` brings it up to date (files whose size and "
+        "mtime are unchanged are skipped; --rebuild re-reads everything); `recall` prints the best facts for a "
+        "query with their file and lines, after a quick incremental index (--no-index skips it). `reflect` "
+        "updates entity pages and opinions from the facts of a period (first finishing any run a crash "
+        "interrupted); `project` writes the daily projection; `report` prints a day's change report."
+    )
+
+    # Subcommand -> one-line help. Each has add_<name>_arguments and handle_<name>.
+    ACTIONS: dict[str, str] = {
+        "index": "Bring the recall index up to date with the workspace's Markdown.",
+        "recall": "Print the best facts for a query, with their file and lines.",
+        # Reflect (seeds 001, 004):
+        "reflect": "Update entity pages and opinions from the facts of a period (audited writes).",
+        "project": "Write the daily projection (category views and summary) under PROJECTION_DIR.",
+        "report": "Print a day's change report: facts created, merged, skipped, refused, rolled back.",
+    }
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True, metavar="{" + ",".join(self.ACTIONS) + "}")
+        for name, text in self.ACTIONS.items():
+            getattr(self, f"add_{name}_arguments")(sub.add_parser(name, help=text, description=text))
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        getattr(self, f"handle_{options['action']}")(options)
+
+    # --- index ------------------------------------------------------------------------------------------
+    def add_index_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--rebuild", action="store_true", help="Drop every chunk and index all files again.")
+        parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
+        parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
+
+    def handle_index(self, options: dict[str, Any]) -> None:
+        from tqdm import tqdm
+
+        bar: tqdm | None = None
+
+        def progress(done: int, total: int, path: str) -> None:
+            nonlocal bar
+            if bar is None:
+                bar = tqdm(total=total, unit="file", desc="indexing", file=self.stderr._out, leave=False)
+            bar.set_postfix_str(path, refresh=False)
+            bar.update(1)
+
+        try:
+            report = index_workspace(rebuild=options["rebuild"], progress=None if options["no_progress"] else progress)
+        finally:
+            if bar is not None:
+                bar.close()
+        if options["json"]:
+            self.stdout.write(json.dumps({**report.__dict__, "status": index_status()}, default=str, indent=2))
+            return
+        style = self.style.WARNING if report.embedding_error or report.files_too_large else self.style.SUCCESS
+        self.stdout.write(style(f"Indexed {report.summary()}"))
+        for path in report.files_too_large:
+            self.stdout.write(self.style.WARNING(f"Skipped {path}: larger than RECALL_MAX_FILE_BYTES"))
+
+    # --- recall -----------------------------------------------------------------------------------------
+    def add_recall_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("query", help="What to recall, in plain words.")
+        parser.add_argument("--k", type=int, default=None, help=f"How many results (1-{MAX_K}; default 25).")
+        parser.add_argument("--since", help="30d, 12h, 2w, 6m, 1y, or an ISO date.")
+        parser.add_argument("--until", help="As --since; a bare date includes that day.")
+        parser.add_argument("--kind", choices=["world", "experience", "opinion", "observation"])
+        parser.add_argument("--entity", help="Only facts tagged with this entity (@Peter -> Peter).")
+        parser.add_argument("--file", help="Only this file (USER.md) or folder (memory/).")
+        parser.add_argument(
+            "--mode", choices=MODES, default="auto", help="auto (hybrid when embeddings are configured)."
+        )
+        parser.add_argument("--no-index", action="store_true", help="Skip the incremental index before searching.")
+        parser.add_argument("--json", action="store_true", help="Print the answer as JSON.")
+
+    def handle_recall(self, options: dict[str, Any]) -> None:
+        if not options["no_index"]:
+            index_workspace()
+        try:
+            answer = recall(
+                options["query"],
+                k=options["k"],
+                since=options["since"],
+                until=options["until"],
+                kind=options["kind"],
+                entity=options["entity"],
+                file=options["file"],
+                mode=options["mode"],
+            )
+        except InvalidRecallQuery as exc:
+            raise CommandError(exc.message) from exc
+        if options["json"]:
+            self.stdout.write(json.dumps(answer.as_dict(), ensure_ascii=False, indent=2))
+            return
+        if answer.note:
+            self.stderr.write(answer.note)
+        if not answer.results:
+            self.stdout.write("No matching facts.")
+            return
+        width = max(60, shutil.get_terminal_size((120, 20)).columns)
+        sources = [r.source for r in answer.results]
+        source_width = min(40, max(len(s) for s in sources))
+        self.stdout.write(f"{'#':>3} {'SCORE':>7} {'SOURCE':<{source_width}} {'KIND':<11} CONTENT")
+        for rank, result in enumerate(answer.results, start=1):
+            content = " ".join(result.content.split())
+            room = max(20, width - source_width - 26)
+            if len(content) > room:
+                content = content[: room - 1] + "…"
+            self.stdout.write(
+                f"{rank:>3} {result.score:>7.3f} {result.source:<{source_width}} {(result.kind or '-'):<11} {content}"
+            )
+        self.stdout.write(f"{len(answer.results)} result(s), {answer.mode}, {answer.took_ms:.1f} ms")
+
+    # --- reflect (seeds 001, 004) -------------------------------------------------------------------------
+    def add_reflect_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--since", help="30d, 12h, 1w or an ISO date (default: since the last run, else 7d).")
+        parser.add_argument("--until", help="As --since (default: now).")
+        parser.add_argument("--dry-run", action="store_true", help="Show what would change; write nothing.")
+        parser.add_argument("--no-resume", action="store_true", help="Do not first finish interrupted runs.")
+        parser.add_argument("--json", action="store_true", help="Print the run as JSON.")
+        parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
+
+    def _progress_bar(self, options: dict[str, Any], desc: str) -> Any:
+        from tqdm import tqdm
+
+        state: dict[str, Any] = {"bar": None}
+
+        def progress(done: int, total: int, label: str) -> None:
+            if options.get("no_progress") or options.get("json"):
+                return
+            if state["bar"] is None or state["bar"].total != total:
+                if state["bar"] is not None:
+                    state["bar"].close()
+                state["bar"] = tqdm(total=total, desc=desc, file=self.stderr._out, leave=False)
+            state["bar"].set_postfix_str(label[:40], refresh=False)
+            state["bar"].n = done
+            state["bar"].refresh()
+
+        def close() -> None:
+            if state["bar"] is not None:
+                state["bar"].close()
+
+        progress.close = close  # type: ignore[attr-defined]
+        return progress
+
+    def _print_run(self, run: Any) -> None:
+        verb = "Would change" if run.dry_run else "Reflect"
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"{verb} {run.id} ({run.since:%Y-%m-%d %H:%M} to {run.until:%Y-%m-%d %H:%M}): {run.facts_count} fact(s), "
+                f"{run.entities_count} entit(ies); pages {run.pages_written} {'to write' if run.dry_run else 'written'}, "
+                f"{run.pages_unchanged} unchanged, {run.pages_refused} refused; opinions {run.opinions_created} new, "
+                f"{run.opinions_updated} moved; {run.memory_proposals} MEMORY.md proposal(s); {run.skill_drafts} skill draft(s)"
+            )
+        )
+        for page in run.stats.get("pages", []):
+            change = f"+{page.get('lines_added', 0)} -{page.get('lines_removed', 0)}" if "lines_added" in page else ""
+            what = page.get("page") if page.get("type") != "memory" else f"MEMORY.md: {page.get('fact', '')[:60]}"
+            audit = f"  audit {page['audit_id']}" if page.get("audit_id") else ""
+            self.stdout.write(f"  {page.get('status', ''):<13} {what}  {change}{audit}")
+            if run.dry_run and page.get("diff"):
+                self.stdout.write(page["diff"])
+        for item in run.stats.get("excluded", [])[:20]:
+            self.stdout.write(self.style.WARNING(f"  left out {item.get('source')}: {item.get('reason')}"))
+
+    def handle_reflect(self, options: dict[str, Any]) -> None:
+        from guardian_app.checkpoints import CheckpointBusy
+        from guardian_app.reflect import InvalidReflectRequest, execute_run, resume_interrupted, start_run
+
+        progress = self._progress_bar(options, "reflect")
+        try:
+            if not options["no_resume"] and not options["dry_run"]:
+                for run in resume_interrupted(progress=progress):
+                    if not options["json"]:
+                        self.stdout.write(f"Finished interrupted run {run.id}.")
+                        self._print_run(run)
+            try:
+                run = start_run(
+                    since=options["since"], until=options["until"], dry_run=options["dry_run"], requested_by="cli"
+                )
+            except InvalidReflectRequest as exc:
+                raise CommandError(exc.message) from exc
+            try:
+                run = execute_run(run, progress=progress)
+            except CheckpointBusy as exc:
+                raise CommandError(exc.message) from exc
+        finally:
+            progress.close()
+        if options["json"]:
+            from guardian_app.reflect import run_as_dict
+
+            self.stdout.write(json.dumps(run_as_dict(run), default=str, indent=2, ensure_ascii=False))
+            return
+        self._print_run(run)
+
+    # --- project ------------------------------------------------------------------------------------------
+    def add_project_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--date", help="The summary's day, YYYY-MM-DD (default: today).")
+        parser.add_argument("--json", action="store_true", help="Print the files written as JSON.")
+
+    def handle_project(self, options: dict[str, Any]) -> None:
+        from guardian_app.projection import project
+
+        projection = project(day=_parse_day(options["date"]))
+        if options["json"]:
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "day": projection.day.isoformat(),
+                        "files": [str(p) for p in projection.files],
+                        "totals": projection.totals,
+                    },
+                    indent=2,
+                )
+            )
+            return
+        self.stdout.write(self.style.SUCCESS(projection.summary()))
+        for path in projection.files:
+            self.stdout.write(f"  {path}")
+
+    # --- report -------------------------------------------------------------------------------------------
+    def add_report_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--date", help="YYYY-MM-DD, today or yesterday (default: today).")
+        parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
+        parser.add_argument("--post", action="store_true", help="Also post it to REPORT_WEBHOOK_URL (by a worker).")
+
+    def handle_report(self, options: dict[str, Any]) -> None:
+        from django.conf import settings
+
+        from guardian_app.reports import daily_report, queue_delivery, render_markdown
+
+        report = daily_report(_parse_day(options["date"]))
+        if options["json"]:
+            self.stdout.write(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
+        else:
+            self.stdout.write(render_markdown(report))
+        if options["post"]:
+            if not settings.REPORT_WEBHOOK_URL:
+                raise CommandError("REPORT_WEBHOOK_URL is not set.")
+            queue_delivery(report.day, force=True)
+            self.stderr.write(f"Queued the report of {report.day} for the webhook.")
+
+
+def _parse_day(value: str | None) -> Any:
+    import datetime as dt
+
+    from django.utils import timezone
+
+    today = timezone.localdate()
+    if not value or value == "today":
+        return today
+    if value == "yesterday":
+        return today - dt.timedelta(days=1)
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError as exc:
+        raise CommandError(f"{value!r} is not a date: use YYYY-MM-DD, today or yesterday.") from exc
