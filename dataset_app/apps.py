@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class DatasetAppConfig(AppConfig):
+    name = "dataset_app"
+    verbose_name = "Dataset"

@@ -1,0 +1,255 @@
+"""Evaluation: run the current gate (or guardian) over the approved samples of a split and score it.
+
+The point of the dataset: before switching to a fine-tuned or newly prompted gate, an operator runs
+``manage.py dataset evaluate --model NAME`` and compares its accuracy, per-decision precision and recall
+and confusion matrix with earlier runs (stored as ``EvaluationRun`` rows, charted in the admin).
+
+* ``gate`` stage: every approved gate sample (positive, negative, annotated turn) of the split is put to
+  ``sessions_app.gate.ask_gate`` (the offline heuristic gate, the configured LLM, or ``model``) with the
+  sample's context window, user message and agent reply; the answer's decision is compared with the
+  sample's correct decision.
+* ``guardian`` stage: every approved ``write_guardian_decision`` sample is put to the guardian's checks,
+  its prompt (or the offline heuristic guardian) and its edit checks, without a lock or a write; the
+  outcome (``written`` or not, i.e. ``refused``) is compared with the sample's correct decision.
+
+The samples' redacted text is used (never the raw text). A sample the model fails to answer (LLM error
+after retries) counts as wrong, predicted ``ERROR``. The split is the exporter's (``split_of``), so
+``--split validation`` evaluates exactly what a train export left out of training.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from dataset_app.errors import EvaluationUnavailable
+from dataset_app.exporters import GateCase, GuardianCase, gate_case, guardian_case, split_of
+from dataset_app.models import GATE_SAMPLE_TYPES, GUARDIAN_SAMPLE_TYPES, DatasetSample, EvaluationRun, JobStatus
+from sessions_app.models import Decision
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+ERROR_LABEL = "ERROR"
+GUARDIAN_LABELS = ("written", "refused")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    label: str
+    llm_model: str
+    prompt_version: str
+
+
+# --- Metrics ---------------------------------------------------------------------------------------
+
+
+def confusion_matrix(pairs: Sequence[tuple[str, str]], labels: Sequence[str]) -> dict[str, Any]:
+    """``{"labels": [...], "matrix": [[count of expected i predicted j]]}``; unknown labels are appended."""
+    ordered = list(labels)
+    for expected, predicted in pairs:
+        for label in (expected, predicted):
+            if label not in ordered:
+                ordered.append(label)
+    index = {label: i for i, label in enumerate(ordered)}
+    matrix = [[0] * len(ordered) for _ in ordered]
+    for expected, predicted in pairs:
+        matrix[index[expected]][index[predicted]] += 1
+    return {"labels": ordered, "matrix": matrix}
+
+
+def per_label_metrics(
+    pairs: Sequence[tuple[str, str]], labels: Sequence[str]
+) -> dict[str, dict[str, float | int | None]]:
+    """Precision, recall, F1 and support for each label that occurs as expected or predicted."""
+    expected_n = Counter(e for e, _ in pairs)
+    predicted_n = Counter(p for _, p in pairs)
+    hits = Counter(e for e, p in pairs if e == p)
+    out: dict[str, dict[str, float | int | None]] = {}
+    for label in [*labels, *sorted((set(expected_n) | set(predicted_n)) - set(labels))]:
+        if not expected_n[label] and not predicted_n[label]:
+            continue
+        precision = hits[label] / predicted_n[label] if predicted_n[label] else None
+        recall = hits[label] / expected_n[label] if expected_n[label] else None
+        f1 = (
+            2 * precision * recall / (precision + recall)
+            if precision is not None and recall is not None and precision + recall
+            else (0.0 if precision is not None and recall is not None else None)
+        )
+        out[label] = {
+            "precision": None if precision is None else round(precision, 4),
+            "recall": None if recall is None else round(recall, 4),
+            "f1": None if f1 is None else round(f1, 4),
+            "support": expected_n[label],
+        }
+    return out
+
+
+# --- Asking the models -----------------------------------------------------------------------------
+
+
+def ask_gate_about(case: GateCase, *, model: str | None, offline: bool | None, corrections: Any) -> Prediction:
+    from sessions_app.gate import ask_gate
+
+    outcome = ask_gate(
+        case.window, case.user_message, case.agent_reply, model=model, offline=offline, corrections=corrections
+    )
+    return Prediction(outcome.decision, outcome.llm_model, outcome.prompt_version)
+
+
+def ask_guardian_about(case: GuardianCase, *, model: str | None, offline: bool | None, corrections: Any) -> Prediction:
+    """The guardian's outcome for a fact and a file's content, computed as ``guard_write`` would, without
+    a lock, a snapshot or a write."""
+    from guardian_app import guardian, heuristic_guardian
+    from reflection_site import llm
+
+    early = guardian.precheck(case.candidate_fact)
+    if early is not None:
+        return Prediction("written" if early.status == "written" else "refused", "precheck", guardian.PROMPT_VERSION)
+    use_llm = (model is not None or llm.is_configured()) if offline is None else not offline
+    content = case.current_content or None
+    if use_llm:
+        messages = guardian.build_messages(
+            case.candidate_fact, content, target_file=case.target_file, corrections=corrections
+        )
+        reply = llm.complete_json(messages, model=model, validate=guardian.validate_reply)
+        data, used_model, version = guardian.validate_reply(reply.data), reply.model, guardian.PROMPT_VERSION
+    else:
+        verdict = heuristic_guardian.review_fact(
+            case.candidate_fact, content, target_file=case.target_file, corrections=corrections
+        )
+        data, used_model, version = verdict.as_reply(), heuristic_guardian.MODEL_NAME, ""
+    if data["action"] != "write":
+        return Prediction("refused", used_model, version)
+    try:
+        after = guardian.apply_edits(content, data["edits"])
+    except Exception:  # Edits that do not apply: the write would have failed.
+        return Prediction(ERROR_LABEL, used_model, version)
+    if after == (content or "") and content is not None:
+        return Prediction("refused", used_model, version)  # Skipped: nothing would change.
+    return Prediction("refused" if guardian.check_result(content, after) else "written", used_model, version)
+
+
+def _corrections_for(stage: str) -> Any:
+    if stage == EvaluationRun.Stage.GATE:
+        from sessions_app.gate import prompt_corrections
+
+        return prompt_corrections()
+    from guardian_app.guardian import active_corrections
+
+    return active_corrections()
+
+
+# --- The run ---------------------------------------------------------------------------------------
+
+
+def evaluation_samples(*, stage: str, split: str, train_split: float) -> Iterator[tuple[DatasetSample, Any]]:
+    """Approved samples of the stage in the split, with their case (redacted text), in id order."""
+    types = GATE_SAMPLE_TYPES if stage == EvaluationRun.Stage.GATE else GUARDIAN_SAMPLE_TYPES
+    samples = DatasetSample.objects.approved().filter(sample_type__in=types).order_by("id")
+    for sample in samples.iterator(chunk_size=500):
+        if split != EvaluationRun.Split.ALL and split_of(sample.id, train_split) != split:
+            continue
+        content = sample.safe_content
+        if content is None:
+            if sample.privacy_checked:
+                continue  # PII that could not be redacted never leaves the database.
+            from reflection_site.privacy import redact_data
+
+            content = redact_data(sample.content)
+        case = gate_case(content) if stage == EvaluationRun.Stage.GATE else guardian_case(content)
+        if case is not None and case.decision:
+            yield sample, case
+
+
+def evaluate(
+    *,
+    stage: str = "gate",
+    model: str | None = None,
+    split: str = "validation",
+    train_split: float | None = None,
+    offline: bool | None = None,
+    created_by: str = "system",
+    progress: Progress | None = None,
+    run: EvaluationRun | None = None,
+) -> EvaluationRun:
+    """Evaluate the current gate or guardian (or ``model``) and store the run.
+
+    1. Record a running ``EvaluationRun`` (or use ``run``, created by the API).
+    2. Ask the model about each approved sample of the split; an LLM error counts as a wrong answer.
+    3. Store accuracy, per-label precision/recall/F1 and the confusion matrix, and mark it completed.
+    A failure of the whole run (no gate, database error) marks it failed and re-raises.
+    Raises EvaluationUnavailable for an unknown stage or split.
+    """
+    if stage not in EvaluationRun.Stage.values:
+        raise EvaluationUnavailable(f"Unknown stage {stage!r}; use gate or guardian.", status=422, code="invalid_stage")
+    if split not in EvaluationRun.Split.values:
+        raise EvaluationUnavailable(
+            f"Unknown split {split!r}; use train, validation or all.", status=422, code="invalid_split"
+        )
+    train_split = settings.DATASET_TRAIN_SPLIT if train_split is None else train_split
+    if run is None:
+        run = EvaluationRun.objects.create(
+            stage=stage,
+            requested_model=model or "",
+            split=split,
+            train_split=train_split,
+            created_by=created_by,
+            status=JobStatus.RUNNING,
+        )
+    else:
+        EvaluationRun.objects.filter(id=run.id).update(status=JobStatus.RUNNING)
+    started = time.perf_counter()
+    ask = ask_gate_about if stage == EvaluationRun.Stage.GATE else ask_guardian_about
+    labels = list(Decision.values) if stage == EvaluationRun.Stage.GATE else list(GUARDIAN_LABELS)
+    pairs: list[tuple[str, str]] = []
+    errors = 0
+    models: Counter = Counter()
+    versions: Counter = Counter()
+    try:
+        from reflection_site import llm
+
+        corrections = _corrections_for(stage)
+        cases = list(evaluation_samples(stage=stage, split=split, train_split=train_split))
+        if progress:
+            progress(0, len(cases))
+        for done, (sample, case) in enumerate(cases, start=1):
+            try:
+                prediction = ask(case, model=model, offline=offline, corrections=corrections)
+            except llm.LLMError as exc:
+                logger.warning("evaluation %s: sample %s not answered: %s", run.id, sample.id, exc)
+                errors += 1
+                prediction = Prediction(ERROR_LABEL, "", "")
+            else:
+                models[prediction.llm_model] += 1
+                versions[prediction.prompt_version] += 1
+            pairs.append((case.decision, prediction.label))
+            if progress:
+                progress(done, len(cases))
+    except BaseException as exc:
+        EvaluationRun.objects.filter(id=run.id).update(
+            status=JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
+        )
+        raise
+    correct = sum(1 for expected, predicted in pairs if expected == predicted)
+    run.status = JobStatus.COMPLETED
+    run.sample_count = len(pairs)
+    run.correct_count = correct
+    run.error_count = errors
+    run.accuracy = round(correct / len(pairs), 4) if pairs else None
+    run.metrics = per_label_metrics(pairs, labels)
+    run.confusion = confusion_matrix(pairs, [*labels, *([ERROR_LABEL] if errors else [])])
+    run.llm_model = models.most_common(1)[0][0] if models else (model or "")
+    run.prompt_version = versions.most_common(1)[0][0] if versions else ""
+    run.duration_ms = int((time.perf_counter() - started) * 1000)
+    run.finished_at = timezone.now()
+    run.error = None
+    run.save()
+    return run

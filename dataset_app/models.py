@@ -1,0 +1,333 @@
+"""REQ-004: labelled dataset samples, their exports, and evaluation runs of the gate against them."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from reflection_site.ids import new_ulid
+
+
+class SampleType(models.TextChoices):
+    MEMORY_GATE_POSITIVE = "memory_gate_positive", "memory gate positive"
+    MEMORY_GATE_NEGATIVE = "memory_gate_negative", "memory gate negative"
+    WRITE_GUARDIAN_DECISION = "write_guardian_decision", "write guardian decision"
+    ANNOTATED_TURN = "annotated_turn", "annotated turn"
+
+
+class AnnotationStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    NEEDS_REVIEW = "needs_review", "needs review"
+    AUTO_APPROVED = "auto_approved", "auto-approved"
+
+
+# What an export with only_approved takes, and what retention never deletes.
+APPROVED_STATUSES: tuple[str, ...] = (AnnotationStatus.APPROVED, AnnotationStatus.AUTO_APPROVED)
+
+# The stage a sample trains or evaluates: the gate decides NO_WRITE/UPDATE_*, the guardian written/refused.
+GATE_SAMPLE_TYPES: tuple[str, ...] = (
+    SampleType.MEMORY_GATE_POSITIVE,
+    SampleType.MEMORY_GATE_NEGATIVE,
+    SampleType.ANNOTATED_TURN,
+)
+GUARDIAN_SAMPLE_TYPES: tuple[str, ...] = (SampleType.WRITE_GUARDIAN_DECISION,)
+
+
+class DatasetSampleQuerySet(models.QuerySet["DatasetSample"]):
+    def review_queue(self) -> DatasetSampleQuerySet:
+        """Samples needing review, best quality first (the pending_review_samples view's order)."""
+        return self.filter(annotation_status=AnnotationStatus.NEEDS_REVIEW).order_by(
+            models.F("quality_score").desc(nulls_last=True), "id"
+        )
+
+    def approved(self) -> DatasetSampleQuerySet:
+        """Approved by a person or by the auto-approve criteria."""
+        return self.filter(annotation_status__in=APPROVED_STATUSES)
+
+
+class DatasetSample(models.Model):
+    SampleType = SampleType
+    Status = AnnotationStatus
+
+    id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
+    sample_type = models.CharField(max_length=32, choices=SampleType.choices)
+
+    turn = models.ForeignKey(
+        "sessions_app.ConversationTurn", null=True, blank=True, on_delete=models.CASCADE, related_name="dataset_samples"
+    )
+    decision = models.ForeignKey(
+        "sessions_app.MemoryGateDecision",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="dataset_samples",
+    )
+    audit = models.ForeignKey(
+        "guardian_app.WriteGuardianAudit",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="dataset_samples",
+    )
+    session = models.ForeignKey(
+        "sessions_app.ConversationSession", on_delete=models.CASCADE, related_name="dataset_samples"
+    )
+    source_key = models.CharField(
+        max_length=80,
+        editable=False,
+        help_text="<sample_type>:<id of the decision, audit or turn it was collected from>; unique, so a source "
+        "is collected once.",
+    )
+
+    content = models.JSONField(help_text="The sample as the seed's interfaces shape it; may hold PII.")
+    label = models.CharField(
+        max_length=16, blank=True, default="", help_text="The correct output: a gate decision or written/refused."
+    )
+
+    quality_score = models.FloatField(null=True, blank=True)
+    quality_factors = models.JSONField(null=True, blank=True)
+
+    annotation_status = models.CharField(
+        max_length=16, choices=AnnotationStatus.choices, default=AnnotationStatus.PENDING
+    )
+    annotated_by = models.CharField(max_length=255, null=True, blank=True)
+    annotated_at = models.DateTimeField(null=True, blank=True)
+    annotation_notes = models.TextField(null=True, blank=True)
+
+    privacy_checked = models.BooleanField(default=False)
+    contains_pii = models.BooleanField(default=False)
+    pii_redacted_content = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The content with PII and secrets replaced by placeholders; empty when there was nothing to "
+        "redact, or when redaction could not be verified (such a sample is left out of redacted exports).",
+    )
+
+    collection_strategy = models.CharField(max_length=64, blank=True, default="")
+    fingerprint = models.CharField(
+        max_length=64, blank=True, default="", help_text="Same type, label and fact words: the same pattern."
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = DatasetSampleQuerySet.as_manager()
+
+    class Meta:
+        db_table = "dataset_samples"
+        indexes = [
+            models.Index(fields=["sample_type", "annotation_status"], name="dataset_samples_type_status"),
+            models.Index(fields=["quality_score"], name="dataset_samples_quality"),
+            models.Index(fields=["session"], name="dataset_samples_session"),
+            models.Index(fields=["created_at"], name="dataset_samples_created"),
+            # Serves dataset_app.collect: matchesApprovedPattern looks up approved samples by fingerprint.
+            models.Index(fields=["fingerprint", "annotation_status"], name="dataset_samples_fingerprint"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["source_key"], name="dataset_samples_source_key_unique"),
+            models.CheckConstraint(condition=Q(sample_type__in=SampleType.values), name="dataset_samples_type_valid"),
+            models.CheckConstraint(
+                condition=Q(annotation_status__in=AnnotationStatus.values), name="dataset_samples_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(quality_score__isnull=True) | Q(quality_score__gte=0, quality_score__lte=1),
+                name="dataset_samples_quality_range",
+            ),
+        ]
+        permissions = [
+            ("annotate_datasetsample", "Can approve or reject dataset samples"),
+            ("view_raw_datasetsample", "Can see the unredacted text of dataset samples"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sample_type} {self.id}"
+
+    @property
+    def is_approved(self) -> bool:
+        return self.annotation_status in APPROVED_STATUSES
+
+    @property
+    def safe_content(self) -> dict | None:
+        """The content to show or export without PII: redacted if there was PII, None if that failed."""
+        if not self.privacy_checked:
+            return None
+        if self.contains_pii:
+            return self.pii_redacted_content
+        return self.content
+
+    @property
+    def stage(self) -> str:
+        return "guardian" if self.sample_type in GUARDIAN_SAMPLE_TYPES else "gate"
+
+
+class PendingReviewSample(models.Model):
+    """The ``pending_review_samples`` SQL view (created by migration 0002): read-only, no foreign keys.
+
+    Foreign keys are plain columns here so that deleting a session never tries to delete from a view.
+    """
+
+    id = models.CharField(primary_key=True, max_length=26)
+    sample_type = models.CharField(max_length=32)
+    session_id = models.CharField(max_length=255)
+    turn_id = models.CharField(max_length=26, null=True)
+    decision_id = models.CharField(max_length=26, null=True)
+    audit_id = models.CharField(max_length=26, null=True)
+    quality_score = models.FloatField(null=True)
+    annotation_status = models.CharField(max_length=16)
+    contains_pii = models.BooleanField()
+    created_at = models.DateTimeField()
+    user_message_content = models.TextField(null=True)
+    agent_message_content = models.TextField(null=True)
+    memory_gate_decision = models.CharField(max_length=16, null=True)
+    write_guardian_status = models.CharField(max_length=16, null=True)
+
+    class Meta:
+        managed = False
+        db_table = "pending_review_samples"
+        verbose_name = "pending review sample"
+
+    def __str__(self) -> str:
+        return f"{self.sample_type} {self.id}"
+
+
+class ExportFormat(models.TextChoices):
+    ALPACA = "alpaca"
+    SHAREGPT = "sharegpt", "ShareGPT"
+    OPENAI = "openai", "OpenAI"
+    RAW = "raw"
+    CSV = "csv", "CSV"
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class DatasetExport(models.Model):
+    Format = ExportFormat
+    Status = JobStatus
+
+    id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
+    export_name = models.CharField(max_length=100)
+    export_format = models.CharField(max_length=16, choices=ExportFormat.choices)
+
+    sample_types = models.JSONField(default=list, help_text="The sample types exported; empty means all.")
+    filters = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="only_approved, min_quality, include_pii, train_split, session, since, until",
+    )
+
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
+    progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done.")
+    error = models.TextField(null=True, blank=True)
+
+    total_samples = models.IntegerField(null=True, blank=True, help_text="Samples written, both splits.")
+    approved_samples = models.IntegerField(null=True, blank=True)
+    rejected_samples = models.IntegerField(null=True, blank=True, help_text="Matching samples left out as rejected.")
+    skipped_pii_samples = models.IntegerField(null=True, blank=True, help_text="Left out: PII not redactable.")
+    train_samples = models.IntegerField(null=True, blank=True)
+    validation_samples = models.IntegerField(null=True, blank=True)
+    avg_quality_score = models.FloatField(null=True, blank=True)
+
+    file_path = models.TextField(help_text="The train file; the validation file sits beside it.")
+    file_size_bytes = models.BigIntegerField(null=True, blank=True, help_text="Both files together.")
+    checksum = models.CharField(max_length=64, null=True, blank=True, help_text="SHA-256 of the train file.")
+    files = models.JSONField(default=list, blank=True, help_text="[{split, path, samples, size_bytes, sha256}]")
+
+    exported_by = models.CharField(max_length=255, null=True, blank=True)
+    exported_at = models.DateTimeField(default=timezone.now, help_text="When the export was requested.")
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "dataset_exports"
+        indexes = [
+            models.Index(fields=["exported_at"], name="dataset_exports_exported_at"),
+            # Serves dataset_app.exporters.sweep_stale_exports: only unfinished rows are in it.
+            models.Index(
+                fields=["heartbeat_at"],
+                condition=Q(status__in=["pending", "running"]),
+                name="dataset_exports_unfinished",
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(export_format__in=ExportFormat.values), name="dataset_exports_format_valid"
+            ),
+            models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="dataset_exports_status_valid"),
+            models.CheckConstraint(condition=~Q(export_name=""), name="dataset_exports_name_not_empty"),
+        ]
+        permissions = [("download_datasetexport", "Can download dataset export files")]
+
+    def __str__(self) -> str:
+        return f"{self.export_name} ({self.export_format})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (JobStatus.COMPLETED, JobStatus.FAILED)
+
+    def file_for(self, split: str) -> dict | None:
+        return next((f for f in self.files if f.get("split") == split), None)
+
+
+class EvaluationRun(models.Model):
+    class Stage(models.TextChoices):
+        GATE = "gate", "memory gate"
+        GUARDIAN = "guardian", "write guardian"
+
+    class Split(models.TextChoices):
+        TRAIN = "train"
+        VALIDATION = "validation"
+        ALL = "all"
+
+    Status = JobStatus
+
+    id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
+    stage = models.CharField(max_length=16, choices=Stage.choices, default=Stage.GATE)
+    requested_model = models.CharField(
+        max_length=255, blank=True, default="", help_text="--model; empty: the current gate."
+    )
+    llm_model = models.CharField(max_length=255, blank=True, default="", help_text="The model that answered.")
+    prompt_version = models.CharField(max_length=32, blank=True, default="")
+    split = models.CharField(max_length=16, choices=Split.choices, default=Split.VALIDATION)
+    train_split = models.FloatField(default=0.8)
+
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.RUNNING)
+    error = models.TextField(null=True, blank=True)
+    sample_count = models.IntegerField(default=0)
+    correct_count = models.IntegerField(default=0)
+    error_count = models.IntegerField(default=0, help_text="Samples the model failed to answer (counted as wrong).")
+    accuracy = models.FloatField(null=True, blank=True)
+    metrics = models.JSONField(default=dict, blank=True, help_text="{label: {precision, recall, f1, support}}")
+    confusion = models.JSONField(
+        default=dict, blank=True, help_text="{labels: [...], matrix: [[expected x predicted]]}"
+    )
+    duration_ms = models.IntegerField(null=True, blank=True)
+
+    created_by = models.CharField(max_length=255, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "dataset_evaluation_runs"
+        indexes = [models.Index(fields=["stage", "created_at"], name="dataset_eval_stage_time")]
+        constraints = [
+            models.CheckConstraint(condition=Q(stage__in=["gate", "guardian"]), name="dataset_eval_stage_valid"),
+            models.CheckConstraint(
+                condition=Q(split__in=["train", "validation", "all"]), name="dataset_eval_split_valid"
+            ),
+            models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="dataset_eval_status_valid"),
+        ]
+        permissions = [("run_evaluationrun", "Can run an evaluation of the gate")]
+
+    def __str__(self) -> str:
+        return f"{self.stage} {self.llm_model or self.requested_model or 'current'} @ {self.created_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def model_label(self) -> str:
+        return self.llm_model or self.requested_model or "current gate"
