@@ -1,0 +1,125 @@
+"""Fixtures shared by the whole suite: an isolated workspace, API keys and clients, factories."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from reflection_site.models import ApiKey
+
+ALL_SCOPES = ["ingest", "read", "operate", "annotate"]
+
+
+@pytest.fixture(autouse=True)
+def workspace(settings: Any, tmp_path: Path) -> Path:
+    """Every test writes memory files, exports and projections under its own folder."""
+    root = tmp_path / "workspace"
+    root.mkdir()
+    settings.WORKSPACE_DIR = root
+    settings.DATA_DIR = root / ".openclaw-reflection"
+    settings.DATA_DIR.mkdir()
+    settings.PROJECTION_DIR = settings.DATA_DIR / "projection"
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    return root
+
+
+class ApiClient(Client):
+    """A test client that sends JSON and a bearer key."""
+
+    def __init__(self, key: str | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.key = key
+
+    def _auth(self, extra: dict[str, Any]) -> dict[str, Any]:
+        if self.key is not None and "HTTP_AUTHORIZATION" not in extra:
+            extra["HTTP_AUTHORIZATION"] = f"Bearer {self.key}"
+        return extra
+
+    def get(self, path: str, data: Any = None, **extra: Any) -> Any:  # type: ignore[override]
+        return super().get(path, data, **self._auth(extra))
+
+    def post(self, path: str, data: Any = None, content_type: str = "application/json", **extra: Any) -> Any:  # type: ignore[override]
+        return super().post(path, data, content_type=content_type, **self._auth(extra))
+
+    def delete(self, path: str, data: Any = "", content_type: str = "application/json", **extra: Any) -> Any:  # type: ignore[override]
+        return super().delete(path, data, content_type=content_type, **self._auth(extra))
+
+
+@pytest.fixture
+def make_key(db: None) -> Callable[..., str]:
+    counter = iter(range(1, 10_000))
+
+    def make(*scopes: str, name: str | None = None) -> str:
+        _, raw = ApiKey.generate(name or f"key-{next(counter)}", list(scopes) or ALL_SCOPES)
+        return raw
+
+    return make
+
+
+@pytest.fixture
+def api_client(make_key: Callable[..., str]) -> ApiClient:
+    """A client whose key has every scope."""
+    return ApiClient(make_key(*ALL_SCOPES))
+
+
+@pytest.fixture
+def client_for(make_key: Callable[..., str]) -> Callable[..., ApiClient]:
+    def make(*scopes: str) -> ApiClient:
+        return ApiClient(make_key(*scopes))
+
+    return make
+
+
+@pytest.fixture
+def anon_client() -> ApiClient:
+    return ApiClient(None)
+
+
+def turn_payload(
+    session_id: str = "channel:test:alice",
+    user: str = "I prefer summaries on Fridays.",
+    agent: str = "Noted, summaries on Fridays.",
+    **overrides: Any,
+) -> dict[str, Any]:
+    """A valid ``POST /api/v1/turns`` body."""
+    payload: dict[str, Any] = {
+        "session": {"id": session_id, "channel_id": session_id.split(":")[1] if ":" in session_id else "test"},
+        "user_message": {"content": user},
+        "agent_reply": {"content": agent},
+        "context": [
+            {"role": "user", "message": "Hi there", "timestamp": 1_700_000_000_000},
+            {"role": "agent", "message": "Hello! How can I help?", "timestamp": 1_700_000_001_000},
+        ],
+    }
+    payload.update(overrides)
+    return payload
+
+
+@pytest.fixture
+def ingest(api_client: ApiClient) -> Callable[..., dict[str, Any]]:
+    """Post a turn through the API and return the stored turn's JSON."""
+
+    def post(**kwargs: Any) -> dict[str, Any]:
+        response = api_client.post("/api/v1/turns", turn_payload(**kwargs))
+        assert response.status_code in (200, 201), response.content
+        return response.json()
+
+    return post
+
+
+@pytest.fixture
+def fake_llm(settings: Any) -> Any:
+    """A fake OpenAI-compatible server on loopback (tests/fake_llm.py); the settings point the LLM client at it."""
+    from tests.fake_llm import start_fake_llm
+
+    server = start_fake_llm()
+    settings.LLM_BASE_URL = server.base_url
+    settings.LLM_API_KEY = "test-key"
+    settings.LLM_MODEL = "fake-model-1"
+    settings.LLM_RETRY_BACKOFF_S = 0
+    yield server
+    server.stop()

@@ -1,0 +1,320 @@
+"""Exports: every format loads with Hugging Face datasets, OpenAI lines follow the chat fine-tuning rules,
+the split is deterministic, and PII never leaves the database unless asked for."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from datasets import load_dataset
+
+from dataset_app.exporters import (
+    create_export,
+    example_of,
+    run_export,
+    split_of,
+    sweep_stale_exports,
+    write_export,
+)
+from dataset_app.models import DatasetExport, DatasetSample
+from tests.dataset_app.conftest import EMAIL, SECRET, check_openai_line, read_lines
+
+pytestmark = pytest.mark.django_db
+
+
+def export(fmt: str, **options) -> DatasetExport:
+    row = create_export(export_format=fmt, name=options.pop("name", f"test-{fmt}"), **options)
+    done = run_export(row.id)
+    assert done is not None
+    return done
+
+
+def paths(row: DatasetExport) -> dict[str, Path]:
+    return {f["split"]: Path(f["path"]) for f in row.files}
+
+
+def load(row: DatasetExport, tmp_path: Path):
+    files = {split: str(path) for split, path in paths(row).items() if path.stat().st_size}
+    builder = "csv" if row.export_format == "csv" else "json"
+    return load_dataset(builder, data_files=files, cache_dir=str(tmp_path / "hf-cache"))
+
+
+@pytest.mark.parametrize("fmt", ["openai", "alpaca", "sharegpt", "raw", "csv"])
+def test_every_format_loads_with_hugging_face_datasets(dataset, fmt, tmp_path):
+    row = export(fmt, train_split=0.5)
+
+    loaded = load(row, tmp_path)
+
+    assert row.status == "completed"
+    assert row.total_samples == dataset["total"] - 1  # all but the rejected one
+    assert sum(len(split) for split in loaded.values()) == row.total_samples
+    assert {name for name in loaded} <= {"train", "validation"}
+    columns = set(next(iter(loaded.values())).column_names)
+    expected = {
+        "openai": {"messages"},
+        "alpaca": {"instruction", "input", "output"},
+        "sharegpt": {"conversations"},
+        "raw": {"id", "sampleType", "content", "annotationStatus", "qualityScore", "createdAt"},
+        "csv": {"id", "sample_type", "instruction", "input", "output", "label"},
+    }[fmt]
+    assert expected <= columns
+
+
+def test_openai_lines_follow_the_chat_fine_tuning_rules(dataset):
+    row = export("openai", train_split=0.5)
+
+    lines = read_lines(paths(row)["train"]) + read_lines(paths(row)["validation"])
+
+    assert len(lines) == row.total_samples > 0
+    for line in lines:
+        assert check_openai_line(line) == [], line
+        messages = json.loads(line)["messages"]
+        assert [m["role"] for m in messages] == ["system", "user", "assistant"]
+        answer = json.loads(messages[-1]["content"])
+        assert set(answer) in ({"decision", "reason", "candidate_fact"}, {"decision", "reason"})
+
+
+def test_the_checker_catches_broken_lines():
+    assert check_openai_line(json.dumps({"messages": [{"role": "user", "content": "hi"}]})) == [
+        "does not end with the assistant"
+    ]
+    assert "role 'bot'" in check_openai_line(
+        json.dumps({"messages": [{"role": "bot", "content": "x"}, {"role": "assistant", "content": "y"}]})
+    )
+    assert "content is not a non-empty string" in check_openai_line(
+        json.dumps({"messages": [{"role": "user", "content": ["x"]}, {"role": "assistant", "content": "y"}]})
+    )
+
+
+def test_the_assistant_turn_is_the_correct_output(dataset):
+    negative = DatasetSample.objects.filter(sample_type="memory_gate_negative", collection_strategy="rollback").get()
+    corrected = DatasetSample.objects.filter(
+        sample_type="memory_gate_negative", collection_strategy="behavior_correction"
+    ).get()
+
+    assert json.loads(example_of(negative.content).output_json)["decision"] == "NO_WRITE"
+    answer = json.loads(example_of(corrected.content).output_json)
+    assert answer == {
+        "decision": "UPDATE_MEMORY",
+        "reason": "A project date, not a user fact.",
+        "candidate_fact": "The launch is on Friday.",
+    }
+
+
+def test_alpaca_follows_the_seeds_example(dataset):
+    positive = DatasetSample.objects.filter(
+        sample_type="memory_gate_positive", content__correctFact="Prefers morning check-ins."
+    ).get()
+
+    ex = example_of(positive.content)
+
+    assert ex.instruction.startswith("Based on the following conversation, decide if this should be written to memory")
+    assert ex.input == "User: I prefer morning check-ins.\nAgent: Noted, I'll schedule check-ins in the morning."
+    assert ex.output_text.startswith("Decision: UPDATE_USER\nFact: Prefers morning check-ins.\nReason: ")
+
+
+def test_sharegpt_carries_the_gate_decision_on_the_gpt_turn(dataset):
+    row = export("sharegpt", train_split=1.0)
+    records = [json.loads(line) for line in read_lines(paths(row)["train"])]
+
+    gate = [r for r in records if r["conversations"][2]["memory_gate_decision"]]
+    assert gate
+    for record in records:
+        assert [m["from"] for m in record["conversations"]] == ["system", "human", "gpt"]
+        assert all(isinstance(m["value"], str) for m in record["conversations"])
+
+
+def test_files_sizes_and_checksums_are_recorded(dataset):
+    row = export("alpaca")
+
+    for f in row.files:
+        data = Path(f["path"]).read_bytes()
+        assert f["size_bytes"] == len(data)
+        assert f["sha256"] == hashlib.sha256(data).hexdigest()
+        assert f["samples"] == data.count(b"\n")
+    assert row.file_size_bytes == sum(f["size_bytes"] for f in row.files)
+    assert row.checksum == row.files[0]["sha256"]
+    assert row.file_path.endswith("test-alpaca-train.jsonl")
+    assert Path(row.file_path).parent == Path(row.files[1]["path"]).parent
+    assert row.files[1]["path"].endswith("test-alpaca-val.jsonl")
+    assert row.train_samples + row.validation_samples == row.total_samples
+    assert row.avg_quality_score is not None
+    assert row.rejected_samples == 1
+    assert not list(Path(row.file_path).parent.glob("*.part"))
+
+
+def test_the_split_is_deterministic_and_monotonic(dataset):
+    first = export("raw", name="a", train_split=0.5)
+    again = export("raw", name="b", train_split=0.5)
+    wider = export("raw", name="c", train_split=0.8)
+
+    def ids(row, split):
+        return {json.loads(line)["id"] for line in read_lines(paths(row)[split])}
+
+    assert [f["sha256"] for f in first.files] == [f["sha256"] for f in again.files]
+    assert ids(first, "train") == ids(again, "train")
+    assert ids(first, "train") <= ids(wider, "train")
+    assert ids(wider, "validation") <= ids(first, "validation")
+    for sample_id in ids(first, "train"):
+        assert split_of(sample_id, 0.5) == "train"
+
+
+def test_split_of_matches_the_requested_share():
+    ids = [f"01J{i:023d}" for i in range(20_000)]
+    share = sum(split_of(i, 0.8) == "train" for i in ids) / len(ids)
+    assert 0.78 < share < 0.82
+
+
+def test_default_exports_hold_no_pii_or_secret(dataset):
+    for fmt in ("openai", "alpaca", "sharegpt", "raw", "csv"):
+        row = export(fmt, name=f"pii-{fmt}")
+        text = "".join(p.read_text(encoding="utf-8") for p in paths(row).values())
+        assert EMAIL not in text, fmt
+        assert SECRET not in text, fmt
+        assert "sk-proj-" not in text, fmt
+        assert "[EMAIL]" in text, fmt
+
+
+def test_include_pii_exports_the_raw_text(dataset):
+    row = export("raw", include_pii=True)
+    text = "".join(p.read_text(encoding="utf-8") for p in paths(row).values())
+    assert EMAIL in text and SECRET in text
+
+
+def test_a_sample_whose_pii_could_not_be_redacted_is_left_out(dataset):
+    DatasetSample.objects.filter(contains_pii=True).update(pii_redacted_content=None)
+    pii_count = DatasetSample.objects.filter(contains_pii=True).count()
+
+    row = export("raw")
+
+    text = "".join(p.read_text(encoding="utf-8") for p in paths(row).values())
+    assert EMAIL not in text
+    assert row.skipped_pii_samples == pii_count > 0
+
+
+def test_samples_collected_without_privacy_checks_are_redacted_on_the_way_out(dataset):
+    DatasetSample.objects.update(privacy_checked=False, contains_pii=False, pii_redacted_content=None)
+
+    row = export("alpaca")
+
+    text = "".join(p.read_text(encoding="utf-8") for p in paths(row).values())
+    assert EMAIL not in text and SECRET not in text
+
+
+def test_filters_only_approved_min_quality_and_types(dataset):
+    DatasetSample.objects.filter(sample_type="memory_gate_positive").update(annotation_status="approved")
+    positives = DatasetSample.objects.filter(sample_type="memory_gate_positive").count()
+
+    approved = export("alpaca", name="approved", only_approved=True)
+    assert approved.total_samples == approved.approved_samples == positives
+
+    typed = export("alpaca", name="typed", sample_types=["write_guardian_decision"])
+    assert typed.total_samples == DatasetSample.objects.filter(sample_type="write_guardian_decision").count()
+
+    strict = export("alpaca", name="strict", min_quality=1.0)
+    assert (
+        strict.total_samples
+        == DatasetSample.objects.filter(quality_score__gte=1.0).exclude(annotation_status="rejected").count()
+    )
+
+
+def test_csv_has_one_header_and_a_row_per_sample(dataset):
+    row = export("csv", train_split=1.0)
+    with open(paths(row)["train"], newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == row.total_samples
+    assert rows[0]["instruction"]
+
+
+def test_running_an_export_twice_does_nothing_the_second_time(dataset):
+    row = create_export(export_format="openai", name="once")
+    assert run_export(row.id) is not None
+    assert run_export(row.id) is None
+
+
+def test_a_failed_export_leaves_no_partial_files_and_records_the_error(dataset, monkeypatch):
+    from dataset_app import exporters
+
+    row = create_export(export_format="openai", name="broken")
+    monkeypatch.setattr(exporters.OpenAIWriter, "record", lambda self, r: 1 / 0)
+
+    with pytest.raises(ZeroDivisionError):
+        run_export(row.id)
+
+    row.refresh_from_db()
+    assert row.status == "failed"
+    assert "ZeroDivisionError" in row.error
+    assert not list(Path(row.file_path).parent.glob("broken*"))
+
+
+def test_bad_options_are_refused():
+    from dataset_app.errors import InvalidExportOptions
+
+    for options in (
+        {"export_format": "parquet"},
+        {"export_format": "openai", "name": "../etc/passwd"},
+        {"export_format": "openai", "train_split": 0},
+        {"export_format": "openai", "train_split": 1.5},
+        {"export_format": "openai", "min_quality": 2},
+        {"export_format": "openai", "sample_types": ["nope"]},
+    ):
+        with pytest.raises(InvalidExportOptions):
+            create_export(**options)
+    assert DatasetExport.objects.count() == 0
+
+
+def test_the_sweep_requeues_an_export_a_dead_worker_left_running(dataset, monkeypatch):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from dataset_app import tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.run_export, "delay", lambda export_id: sent.append(export_id))
+    row = create_export(export_format="openai", name="stuck")
+    DatasetExport.objects.filter(id=row.id).update(
+        status="running", heartbeat_at=timezone.now() - dt.timedelta(hours=1)
+    )
+    fresh = create_export(export_format="openai", name="fresh")
+
+    assert sweep_stale_exports(grace_s=600) == 1
+    assert sent == [row.id]
+    assert sweep_stale_exports(grace_s=600) == 0  # its heartbeat was renewed
+
+    row.refresh_from_db()
+    assert row.status == "pending"
+    assert run_export(row.id).status == "completed"
+    assert DatasetExport.objects.get(id=fresh.id).status == "pending"
+
+
+def test_write_export_reports_progress(dataset):
+    row = create_export(export_format="openai", name="progress")
+    calls = []
+    write_export(row, progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (dataset["total"] - 1, dataset["total"] - 1)
+
+
+def test_a_small_export_never_leaves_a_split_empty(tmp_path):
+    from dataset_app.exporters import split_point
+    from tests.dataset_app.factories import SampleFactory
+
+    samples = SampleFactory.create_batch(3)
+    points = {s.id: split_point(s.id) for s in samples}
+    nearest = max(points, key=points.get)
+    share = min(0.999, max(points.values()) + 0.0005)  # every sample would land in train
+
+    row = export("openai", name="small", train_split=share)
+
+    assert (row.train_samples, row.validation_samples) == (2, 1)
+    assert len(read_lines(paths(row)["validation"])) == 1
+    loaded = load(row, tmp_path)
+    assert (len(loaded["train"]), len(loaded["validation"])) == (2, 1)
+    raw = export("raw", name="small-raw", train_split=share)
+    assert json.loads(read_lines(paths(raw)["validation"])[0])["id"] == nearest
+
+    everything = export("openai", name="all-train", train_split=1.0)
+    assert (everything.train_samples, everything.validation_samples) == (3, 0)
