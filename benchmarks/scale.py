@@ -1,0 +1,377 @@
+"""Issue 9: the service at size, on SQLite and PostgreSQL, against the issue's targets.
+
+    .venv/bin/python benchmarks/scale.py                       # 10k turns, SQLite and PostgreSQL (~3 min)
+    .venv/bin/python benchmarks/scale.py --sizes 10k,100k --databases sqlite,pg
+    BENCH_KEEP=1 …                                             # keep the seeded databases for the next run
+
+Each (size, database) pair gets a database seeded once by ``manage.py seed_scale`` (var/scale/scale_<size>.sqlite3
+or PostgreSQL database reflection_scale_<size>; kept with BENCH_KEEP=1 and reused when already seeded). Then,
+in a child process on that database (so that peak RSS is that section's own):
+
+- lists: every list endpoint the issue names, through Django's test client with an API key, first page and the
+  page after it by cursor: p50/p95 server time over ``--repeat`` requests;
+- gate stats (day / week / session), file history (the file with most versions), admin changelists and change
+  pages of every model (logged-in superuser, median of 3);
+- exports: the dataset export of every sample (raw JSONL) and the nightly conversation export over every turn
+  (the day's bounds widened to the whole data set): rows/s and the child's peak RSS;
+- retention (sessions idle for 180 days, one transaction a session: the longest is the lock hold) and the
+  learning decay: time, longest transaction, peak RSS;
+- ingest: 200 turns through ``ingest_turn`` into new sessions, turns/s, next to the same on an empty database.
+
+Run with ``--no-write`` to print only; by default the tables are printed, not appended (BENCHMARKS.md is edited by
+hand from them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+SIZES = {"0": 0, "10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+PG_BASE = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/reflection_bench").rsplit("/", 1)[0]
+
+
+def db_url(database: str, size: str) -> str:
+    if database == "sqlite":
+        return f"sqlite:///{ROOT / 'var' / 'scale' / f'scale_{size}.sqlite3'}"
+    return f"{PG_BASE}/reflection_scale_{size}"
+
+
+def ensure_seeded(database: str, size: str) -> None:
+    """Create, migrate and seed the database unless it already holds the data set."""
+    url = db_url(database, size)
+    env = {**os.environ, "DATABASE_URL": url}
+    probe = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "shell", "-c",
+         "from sessions_app.models import ConversationTurn as T; print(T.objects.count())"],
+        env=env, capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    seeded = probe.stdout.strip().splitlines()[-1:] if probe.returncode == 0 else []
+    # The ingest section adds a few hundred turns to a kept database; it is still the same data set.
+    if seeded and seeded[0].isdigit() and SIZES[size] <= int(seeded[0]) < SIZES[size] + 10_000:
+        return
+    if database == "sqlite":
+        path = Path(url.removeprefix("sqlite:///"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for p in path.parent.glob(path.name + "*"):
+            p.unlink()
+    else:
+        from benchmarks._harness import reset_postgres
+
+        reset_postgres(url)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], env=env, cwd=ROOT, check=True, capture_output=True)
+    if SIZES[size]:
+        print(f"  seeding {size} on {database} …", file=sys.stderr, flush=True)
+        subprocess.run(
+            [sys.executable, "manage.py", "seed_scale", "--turns", str(SIZES[size]), "--no-progress"],
+            env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+
+
+def run_child(database: str, size: str, section: str, repeat: int) -> dict:
+    env = {**os.environ, "DATABASE_URL": db_url(database, size), "SCALE_CHILD": section}
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", section, "--repeat", str(repeat)],
+        env=env, cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1:] or ["?"]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# --- The child: one section on one database --------------------------------------------------------------
+
+
+def _setup() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reflection_site.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    settings.ALLOWED_HOSTS = ["*"]
+    settings.DEBUG = False
+
+
+def _timed(fn, n: int) -> dict:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    return {"p50": statistics.median(times), "p95": times[min(len(times) - 1, int(len(times) * 0.95))]}
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child_lists(repeat: int) -> dict:
+    from django.test import Client
+    from django.urls import reverse
+
+    from guardian_app.models import FileVersion
+    from reflection_site.models import ApiKey
+    from sessions_app.models import ConversationTurn
+
+    ApiKey.objects.filter(name="scale-bench").delete()
+    _, raw = ApiKey.generate("scale-bench", ["ingest", "read", "operate", "annotate"])
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    turn = ConversationTurn.objects.order_by("-created_at").only("id", "session_id").first()
+    session = turn.session_id
+    since = "2020-01-01T00:00:00Z"
+    from django.db.models import Count
+
+    busiest = FileVersion.objects.values("file_name").annotate(n=Count("id")).order_by("-n").first()
+    cases = {
+        "session turns": (reverse("api:list_session_turns", args=[session]), {}),
+        "decisions by session": (reverse("api:list_gate_decisions"), {"session": session}),
+        "decisions by type+time": (reverse("api:list_gate_decisions"), {"decision": "UPDATE_USER", "since": since}),
+        "decisions (all)": (reverse("api:list_gate_decisions"), {}),
+        "audits by file+status": (reverse("api:list_audits"), {"file": "USER.md", "status": "written"}),
+        "samples needing review": (reverse("api:list_samples"), {"needs_review": "true"}),
+        "samples by status": (reverse("api:list_samples"), {"status": "pending"}),
+        "sessions": (reverse("api:list_sessions"), {}),
+        "learning events": (reverse("api:list_events"), {}),
+        f"file history ({busiest['n'] if busiest else 0} versions)": (
+            reverse("api:file_history", args=[busiest["file_name"] if busiest else "MEMORY.md"]),
+            {},
+        ),
+    }
+    results = {}
+    for name, (url, params) in cases.items():
+        first = client.get(url, {**params, "limit": 50})
+        assert first.status_code == 200, (name, first.status_code, first.content[:200])
+        cursor = first.json().get("next_cursor")
+        page1 = _timed(lambda url=url, params=params: client.get(url, {**params, "limit": 50}), repeat)
+        page2 = (
+            _timed(
+                lambda url=url, params=params, c=cursor: client.get(url, {**params, "limit": 50, "cursor": c}), repeat
+            )
+            if cursor
+            else None
+        )
+        results[name] = {"page1": page1, "page2": page2}
+    url = reverse("api:gate_stats")
+    for period in ("daily", "weekly", "session"):
+        assert client.get(url, {"period": period}).status_code == 200
+        results[f"gate stats by {period}"] = {"page1": _timed(lambda p=period: client.get(url, {"period": p}), repeat)}
+    return results
+
+
+def child_admin(repeat: int) -> dict:
+    from django.contrib import admin
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.urls import reverse
+
+    user, _ = get_user_model().objects.get_or_create(
+        username="scale-bench", defaults={"is_staff": True, "is_superuser": True}
+    )
+    client = Client()
+    client.force_login(user)
+    results = {}
+    for model in sorted(admin.site._registry, key=lambda m: m._meta.label):
+        if model._meta.app_label in ("auth", "django_celery_beat"):
+            continue
+        base = f"admin:{model._meta.app_label}_{model._meta.model_name}"
+        url = reverse(f"{base}_changelist")
+        code = client.get(url).status_code
+        row = {"changelist": _timed(lambda url=url: client.get(url), 3)["p50"], "code": code}
+        obj = model._default_manager.order_by("-pk").only("pk").first()
+        if obj is not None:
+            change = reverse(f"{base}_change", args=[obj.pk])
+            client.get(change)
+            row["change"] = _timed(lambda change=change: client.get(change), 3)["p50"]
+        results[model._meta.label] = row
+    return results
+
+
+def child_export_samples(repeat: int) -> dict:
+    import tempfile
+
+    from dataset_app import exporters
+    from dataset_app.models import DatasetSample
+
+    n = DatasetSample.objects.count()
+    export = exporters.create_export(export_format="raw", directory=Path(tempfile.mkdtemp()))
+    t0 = time.perf_counter()
+    exporters.run_export(export.id)
+    elapsed = time.perf_counter() - t0
+    export.refresh_from_db()
+    return {"rows": n, "written": export.total_samples, "s": elapsed, "rate": (export.total_samples or 0) / elapsed,
+            "rss_mb": _peak_rss_mb(), "status": export.status}  # fmt: skip
+
+
+def child_export_conversations(repeat: int) -> dict:
+    import datetime as dt
+
+    from dataset_app import retention
+    from sessions_app.models import ConversationTurn
+
+    n = ConversationTurn.objects.count()
+    # The nightly export takes one day; here the day's bounds are widened to every turn of the data set.
+    retention._day_bounds = lambda day: (dt.datetime(2000, 1, 1, tzinfo=dt.UTC), dt.datetime(2100, 1, 1, tzinfo=dt.UTC))
+    t0 = time.perf_counter()
+    result = retention.export_conversations(dt.date.today())
+    elapsed = time.perf_counter() - t0
+    result.path.unlink(missing_ok=True)
+    return {"rows": n, "written": result.turns, "s": elapsed, "rate": result.turns / elapsed, "rss_mb": _peak_rss_mb()}
+
+
+def child_retention(repeat: int) -> dict:
+    from django.db import transaction
+
+    from dataset_app import retention
+
+    longest = [0.0]
+    original = transaction.atomic
+
+    class Timed:
+        def __init__(self, *a, **k):
+            self.inner = original(*a, **k)
+
+        def __enter__(self):
+            self.t0 = time.perf_counter()
+            return self.inner.__enter__()
+
+        def __exit__(self, *exc):
+            out = self.inner.__exit__(*exc)
+            longest[0] = max(longest[0], time.perf_counter() - self.t0)
+            return out
+
+    retention.transaction.atomic = Timed  # type: ignore[assignment]
+    t0 = time.perf_counter()
+    result = retention.apply_retention(days=180)
+    elapsed = time.perf_counter() - t0
+    return {**result.as_dict(), "s": elapsed, "longest_tx_s": longest[0], "rss_mb": _peak_rss_mb()}
+
+
+def child_decay(repeat: int) -> dict:
+    from guardian_app import guardrails
+    from guardian_app.models import MemoryItem, Rule
+
+    n = MemoryItem.objects.count() + Rule.objects.count()
+    t0 = time.perf_counter()
+    report = guardrails.decay_learning()
+    elapsed = time.perf_counter() - t0
+    return {"rows": n, "s": elapsed, "rss_mb": _peak_rss_mb(), "summary": str(report.summary())[:200]}
+
+
+def child_ingest(repeat: int) -> dict:
+    from sessions_app.ingest import ingest_turn
+    from sessions_app.schemas import TurnIn
+
+    stamp = int(time.time() * 1000)
+    payloads = [
+        TurnIn(
+            session={"id": f"bench:ingest:{stamp}:{i % 20}", "channel_id": "bench"},
+            user_message={"content": f"I prefer summaries on Fridays ({i})."},
+            agent_reply={"content": "Noted."},
+            context=[{"role": "user", "message": "Hi", "timestamp": 1_700_000_000_000}],
+        )
+        for i in range(200)
+    ]
+    t0 = time.perf_counter()
+    for payload in payloads:
+        ingest_turn(payload)
+    elapsed = time.perf_counter() - t0
+    return {"turns": len(payloads), "rate": len(payloads) / elapsed}
+
+
+CHILDREN = {
+    "lists": child_lists,
+    "admin": child_admin,
+    "export_samples": child_export_samples,
+    "export_conversations": child_export_conversations,
+    "ingest": child_ingest,
+    "decay": child_decay,
+    "retention": child_retention,  # last: it deletes half the data set
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10k")
+    parser.add_argument("--databases", default="sqlite,pg")
+    parser.add_argument("--sections", default=",".join(CHILDREN))
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--child")
+    args = parser.parse_args()
+    if args.child:
+        _setup()
+        print(json.dumps(CHILDREN[args.child](args.repeat), default=str))
+        return
+    sections = [s for s in args.sections.split(",") if s]
+    report: dict = {}
+    for size in args.sizes.split(","):
+        for database in args.databases.split(","):
+            t0 = time.perf_counter()
+            ensure_seeded(database, size)
+            print(f"== {size} {database} (ready in {time.perf_counter() - t0:.0f}s)", file=sys.stderr, flush=True)
+            for section in sections:
+                if section == "retention" and os.environ.get("BENCH_KEEP"):
+                    continue  # it deletes rows; run it on a database that is not kept
+                t1 = time.perf_counter()
+                report[(size, database, section)] = run_child(database, size, section, args.repeat)
+                print(f"   {section}: {time.perf_counter() - t1:.0f}s", file=sys.stderr, flush=True)
+                print(json.dumps({"size": size, "db": database, "section": section,
+                                  "result": report[(size, database, section)]}), flush=True)  # fmt: skip
+    print_tables(report)
+
+
+def print_tables(report: dict) -> None:
+    def pairs(section: str):
+        return [(k[0], k[1], v) for k, v in report.items() if k[2] == section]
+
+    rows = {}
+    for size, db, res in pairs("lists"):
+        for name, r in res.items() if isinstance(res, dict) and "error" not in res else []:
+            rows.setdefault(name, {})[f"{size} {db}"] = r
+    if rows:
+        cols = sorted({c for r in rows.values() for c in r})
+        print("\n| endpoint (p95 ms, page 1 / page 2) | " + " | ".join(cols) + " |")
+        print("|---" * (len(cols) + 1) + "|")
+        for name, r in rows.items():
+            cells = []
+            for c in cols:
+                v = r.get(c)
+                if not v:
+                    cells.append("")
+                    continue
+                p2 = f" / {v['page2']['p95']:.1f}" if v.get("page2") else ""
+                cells.append(f"{v['page1']['p95']:.1f}{p2}")
+            print(f"| {name} | " + " | ".join(cells) + " |")
+    admin_rows = {}
+    for size, db, res in pairs("admin"):
+        for label, r in res.items() if "error" not in res else []:
+            admin_rows.setdefault(label, {})[f"{size} {db}"] = r
+    if admin_rows:
+        cols = sorted({c for r in admin_rows.values() for c in r})
+        print("\n| admin (ms, changelist / change page) | " + " | ".join(cols) + " |")
+        print("|---" * (len(cols) + 1) + "|")
+        for label, r in admin_rows.items():
+            cells = [
+                (f"{r[c]['changelist']:.0f} / {r[c]['change']:.0f}" if "change" in r[c] else f"{r[c]['changelist']:.0f} / –")
+                if c in r else "" for c in cols
+            ]  # fmt: skip
+            print(f"| {label} | " + " | ".join(cells) + " |")
+    print("\n| job | size | db | result |\n|---|---|---|---|")
+    for (size, db, section), res in report.items():
+        if section in ("lists", "admin"):
+            continue
+        print(f"| {section} | {size} | {db} | {json.dumps(res, default=str)[:220]} |")
+
+
+if __name__ == "__main__":
+    main()
