@@ -304,9 +304,10 @@ class MemoryGateDecisionAdmin(ReadOnlyAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
         failed = ConversationTurn.objects.filter(gate_status=GateStatus.FAILED)
         failed_count = len(failed.values_list("id", flat=True)[:1000])
+        days = daily_stats(days=30)
         context = {
-            "gate_chart": daily_decisions_svg(daily_stats(days=30)),
-            "gate_latency": latency_by_decision(days=30),
+            "gate_chart": daily_decisions_svg(days),
+            "gate_latency": latency_by_decision(days=30, day_rows=days),
             "gate_failed_count": f"{failed_count}+" if failed_count == 1000 else str(failed_count),
             "gate_failed_url": reverse("admin:sessions_app_conversationturn_changelist") + "?gate_status__exact=failed",
             **(extra_context or {}),

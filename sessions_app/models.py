@@ -169,6 +169,8 @@ class MemoryGateDecision(models.Model):
             models.Index(fields=["decision"], name="gate_decisions_decision"),
             models.Index(fields=["turn"], name="gate_decisions_turn"),
             models.Index(fields=["created_at"], name="gate_decisions_created"),
+            # Serves sessions_app.queries.latency_by_decision (issue 9): one range a type, read from the index.
+            models.Index(fields=["decision", "created_at", "llm_latency_ms"], name="gate_decisions_decision_time"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(decision__in=Decision.values), name="memory_gate_decisions_decision_valid"),

@@ -6,12 +6,17 @@ import datetime as dt
 from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import Count, F, Max, Prefetch, Q, QuerySet, Sum, Value
-from django.db.models.functions import TruncWeek
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Sum, Value
 from django.utils import timezone
 
-from sessions_app.models import ConversationContext, ConversationTurn, Decision, MemoryGateDecision
-from sessions_app.stats import COUNT_FIELDS, daily_stats, empty_figures, figures_by
+from sessions_app.models import (
+    ConversationContext,
+    ConversationSession,
+    ConversationTurn,
+    Decision,
+    MemoryGateDecision,
+)
+from sessions_app.stats import COUNT_FIELDS, daily_stats, empty_figures, figures_by, figures_for_days, start_of_day
 
 PERIODS = ("daily", "weekly", "session")
 
@@ -135,58 +140,111 @@ def iter_decision_records(
 
 
 # --- Statistics -----------------------------------------------------------------------------------
+# The mean latency per decision type is taken over the last LATENCY_DAYS days of a window: the stored
+# roll-up keeps one mean a day over all types, so a longer window would read every decision of it.
+LATENCY_DAYS = 7
+
+
 def weekly_stats(*, weeks: int = 12) -> list[dict[str, Any]]:
-    """One row per ISO week (Monday start) for the last ``weeks`` weeks, oldest first."""
+    """One row per ISO week (Monday start) for the last ``weeks`` weeks, oldest first.
+
+    The week's counts are the sums of its days (``figures_for_days``: the stored roll-up for settled days,
+    live for yesterday and today); its ``avg_latency_ms`` is the mean of the daily means weighted by each
+    day's decisions (exact when every decision has a latency). Its ``session_count`` (distinct sessions with
+    a decision in the week, which daily rows cannot sum to) is one query that never reads the weeks'
+    decisions: the sessions whose span overlaps the week (``sessions_last_activity``) and that have a decision
+    in it (one probe of ``gate_decisions_session_time`` each). It is exact when every decision comes less than
+    a day after its session's last activity, as the gate's do; a session whose only decision of the week is an
+    operator's re-run of a turn older than that is not counted.
+    """
     today = timezone.localdate()
     this_monday = today - dt.timedelta(days=today.weekday())
     first_monday = this_monday - dt.timedelta(weeks=max(weeks, 1) - 1)
-    start = timezone.make_aware(dt.datetime.combine(first_monday, dt.time.min))
-    figures = figures_by(MemoryGateDecision.objects.filter(created_at__gte=start), TruncWeek("created_at"))
-    by_monday = {(timezone.localtime(k).date() if isinstance(k, dt.datetime) else k): v for k, v in figures.items()}
-    rows = []
-    for i in range(max(weeks, 1)):
-        monday = first_monday + dt.timedelta(weeks=i)
-        rows.append({"week_start": monday, **by_monday.get(monday, empty_figures())})
-    return rows
+    mondays = [first_monday + dt.timedelta(weeks=i) for i in range(max(weeks, 1))]
+    rows = {monday: empty_figures() for monday in mondays}
+    latency = {monday: [0, 0] for monday in mondays}
+    for day, figures in figures_for_days(first_monday, today).items():
+        row = rows[day - dt.timedelta(days=day.weekday())]
+        for name in ("total_decisions", *COUNT_FIELDS.values()):
+            row[name] += figures[name]
+        if figures["avg_latency_ms"] is not None:
+            latency[day - dt.timedelta(days=day.weekday())][0] += figures["avg_latency_ms"] * figures["total_decisions"]
+            latency[day - dt.timedelta(days=day.weekday())][1] += figures["total_decisions"]
+    for monday, (total, count) in latency.items():
+        rows[monday]["avg_latency_ms"] = round(total / count) if count else None
+    weeks_in: dict[str, Count] = {}
+    for i, monday in enumerate(mondays):
+        start, end = start_of_day(monday), start_of_day(monday + dt.timedelta(weeks=1))
+        in_week = MemoryGateDecision.objects.filter(session=OuterRef("pk"), created_at__gte=start, created_at__lt=end)
+        spans = Q(last_activity_at__gte=start - dt.timedelta(days=1), created_at__lt=end)
+        weeks_in[f"w{i}"] = Count("pk", filter=spans & Q(Exists(in_week)))
+    first = start_of_day(first_monday) - dt.timedelta(days=1)
+    counts = ConversationSession.objects.filter(last_activity_at__gte=first).aggregate(**weeks_in)
+    for i, monday in enumerate(mondays):
+        rows[monday]["session_count"] = counts[f"w{i}"]
+    return [{"week_start": monday, **rows[monday]} for monday in mondays]
 
 
 def session_stats(*, days: int = 30, limit: int = 50) -> list[dict[str, Any]]:
-    """Per session over the last ``days`` days: decision counts and mean latency, most recent first."""
+    """Per session over the last ``days`` days: decision counts and mean latency, most recent first.
+
+    The ``limit`` sessions with the latest decisions are found by walking ``gate_decisions_created`` from the
+    newest decision until that many sessions are seen (not a GROUP BY over the window), and their figures come
+    from ``gate_decisions_session_time``: both bounded by an index, whatever the size of the window.
+    """
     since = timezone.now() - dt.timedelta(days=max(days, 1))
     recent = MemoryGateDecision.objects.filter(created_at__gte=since).order_by()
-    top = list(
-        recent.values("session_id")
-        .annotate(last=Max("created_at"))
-        .order_by("-last")
-        .values_list("session_id", "last")[:limit]
-    )
+    top: dict[str, dt.datetime] = {}
+    newest_first = recent.order_by("-created_at", "-id").values_list("session_id", "created_at")
+    # Pages of 500 (not iterator(): on PostgreSQL its WITH HOLD cursor would materialise the whole window).
+    offset, page_size = 0, 500
+    while len(top) < limit:
+        page = list(newest_first[offset : offset + page_size])
+        for session_id, created_at in page:
+            if session_id not in top:
+                top[session_id] = created_at
+                if len(top) >= limit:
+                    break
+        if len(page) < page_size:
+            break
+        offset += page_size
     if not top:
         return []
-    figures = figures_by(recent.filter(session_id__in=[s for s, _ in top]), F("session_id"), sessions=False)
+    figures = figures_by(recent.filter(session_id__in=list(top)), F("session_id"), sessions=False)
     rows = []
-    for session_id, last in top:
+    for session_id, last in top.items():
         row = {"session_id": session_id, **figures.get(session_id, empty_figures()), "last_decision_at": last}
         row.pop("session_count", None)
         rows.append(row)
     return rows
 
 
-def latency_by_decision(*, days: int = 30) -> list[dict[str, Any]]:
-    """Per decision type over the last ``days`` days: count and mean latency (ms), in vocabulary order."""
-    since = timezone.now() - dt.timedelta(days=max(days, 1))
-    rows = {
+def latency_by_decision(*, days: int = 30, day_rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Per decision type over the last ``days`` calendar days (today included), in vocabulary order: its
+    count (stored roll-up and live days, ``figures_for_days``, or ``day_rows`` when the caller already has
+    those days' figures, as ``daily_stats`` returns them) and its mean latency in ms over the last
+    ``LATENCY_DAYS`` days of the window (one range of ``gate_decisions_decision_time`` a type, in one query)."""
+    today = timezone.localdate()
+    days = max(days, 1)
+    counts = dict.fromkeys(Decision.values, 0)
+    if day_rows is None:
+        day_rows = list(figures_for_days(today - dt.timedelta(days=days - 1), today).values())
+    for figures in day_rows:
+        for decision, name in COUNT_FIELDS.items():
+            counts[decision] += figures[name]
+    since = start_of_day(today - dt.timedelta(days=min(days, LATENCY_DAYS) - 1))
+    latency = {
         row["decision"]: row
-        for row in MemoryGateDecision.objects.filter(created_at__gte=since)
+        for row in MemoryGateDecision.objects.filter(decision__in=Decision.values, created_at__gte=since)
         .order_by()
         .values("decision")
-        .annotate(count=Count("id"), latency_sum=Sum("llm_latency_ms"), latency_n=Count("llm_latency_ms"))
+        .annotate(total=Sum("llm_latency_ms"), n=Count("llm_latency_ms"))
     }
     out = []
     for decision in Decision.values:
-        row = rows.get(decision)
-        count = row["count"] if row else 0
-        avg = round(row["latency_sum"] / row["latency_n"]) if row and row["latency_n"] else None
-        out.append({"decision": decision, "count": count, "avg_latency_ms": avg})
+        row = latency.get(decision)
+        avg = round(row["total"] / row["n"]) if row and row["n"] else None
+        out.append({"decision": decision, "count": counts[decision], "avg_latency_ms": avg})
     return out
 
 
@@ -197,8 +255,8 @@ def gate_stats(period: str = "daily", *, days: int | None = None, weeks: int = 1
     days = 30 if days is None else days
     if period == "daily":
         rows = daily_stats(days=days)
-        window_days = days
-    elif period == "weekly":
+        return {"period": period, "rows": rows, "by_decision": latency_by_decision(days=days, day_rows=rows)}
+    if period == "weekly":
         rows = weekly_stats(weeks=weeks)
         window_days = weeks * 7
     else:
@@ -209,6 +267,7 @@ def gate_stats(period: str = "daily", *, days: int | None = None, weeks: int = 1
 
 __all__ = [
     "COUNT_FIELDS",
+    "LATENCY_DAYS",
     "PERIODS",
     "decision_record",
     "gate_stats",

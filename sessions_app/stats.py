@@ -13,8 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, QuerySet, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Case, Count, IntegerField, QuerySet, Sum, Value, When
 from django.utils import timezone
 
 from sessions_app.models import Decision, MemoryGateDecision, MemoryGateStats
@@ -28,6 +27,8 @@ COUNT_FIELDS: dict[str, str] = {
     Decision.UPDATE_TOOLS: "update_tools_count",
 }
 FIGURE_FIELDS = ("session_count", "total_decisions", *COUNT_FIELDS.values(), "avg_latency_ms")
+# Days aggregated live by one query (a CASE of as many branches); the roll-up of a year takes twelve.
+DAYS_A_QUERY = 31
 
 
 def start_of_day(day: dt.date) -> dt.datetime:
@@ -71,11 +72,31 @@ def figures_by(
 
 
 def day_figures(since: dt.date, until: dt.date) -> dict[dt.date, dict[str, Any]]:
-    """Live figures for each day from ``since`` to ``until`` inclusive that has decisions."""
-    decisions = MemoryGateDecision.objects.filter(
-        created_at__gte=start_of_day(since), created_at__lt=start_of_day(until + dt.timedelta(days=1))
-    )
-    return figures_by(decisions, TruncDate("created_at"))
+    """Live figures for each day from ``since`` to ``until`` inclusive that has decisions.
+
+    Two queries for up to ``DAYS_A_QUERY`` days, grouped by a ``CASE`` of the day's bounds over the
+    ``gate_decisions_created`` range: grouping by ``TruncDate`` instead is a Python function call a row on
+    SQLite (20 µs a decision).
+    """
+    out: dict[dt.date, dict[str, Any]] = {}
+    first = since
+    while first <= until:
+        last = min(until, first + dt.timedelta(days=DAYS_A_QUERY - 1))
+        days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+        day_of = Case(
+            *(
+                When(created_at__lt=start_of_day(day + dt.timedelta(days=1)), then=Value(i))
+                for i, day in enumerate(days)
+            ),
+            output_field=IntegerField(),
+        )
+        decisions = MemoryGateDecision.objects.filter(
+            created_at__gte=start_of_day(first), created_at__lt=start_of_day(last + dt.timedelta(days=1))
+        )
+        for i, figures in figures_by(decisions, day_of).items():
+            out[days[i]] = figures
+        first = last + dt.timedelta(days=1)
+    return out
 
 
 def roll_up_gate_stats(*, since: dt.date | None = None) -> int:
@@ -111,20 +132,26 @@ def roll_up_gate_stats(*, since: dt.date | None = None) -> int:
     return written
 
 
-def daily_stats(*, days: int = 30) -> list[dict[str, Any]]:
-    """One row per day for the last ``days`` days, oldest first, days without decisions as zeros.
+def figures_for_days(start: dt.date, end: dt.date) -> dict[dt.date, dict[str, Any]]:
+    """Figures of every day from ``start`` to ``end`` inclusive (zeros for a day without decisions).
 
     Stored roll-up rows serve the days before yesterday; yesterday, today and any day the roll-up has
-    not reached are aggregated live.
+    not reached are aggregated live, one day at a time.
     """
-    today = timezone.localdate()
-    start = today - dt.timedelta(days=max(days, 1) - 1)
-    live_from = today - dt.timedelta(days=1)
+    live_from = timezone.localdate() - dt.timedelta(days=1)
     stored: dict[dt.date, dict[str, Any]] = {}
     if settings.MEMORY_GATE_ENABLE_STATS:
-        for row in MemoryGateStats.objects.filter(date__gte=start, date__lt=live_from):
+        for row in MemoryGateStats.objects.filter(date__gte=start, date__lte=end, date__lt=live_from):
             stored[row.date] = {name: getattr(row, name) for name in FIGURE_FIELDS}
-    all_days = [start + dt.timedelta(days=i) for i in range((today - start).days + 1)]
+    all_days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
     missing = [day for day in all_days if day not in stored]
-    live = day_figures(min(missing), today) if missing else {}
-    return [{"date": day, **(stored.get(day) or live.get(day) or empty_figures())} for day in all_days]
+    live = day_figures(min(missing), max(missing)) if missing else {}
+    return {day: stored.get(day) or live.get(day) or empty_figures() for day in all_days}
+
+
+def daily_stats(*, days: int = 30) -> list[dict[str, Any]]:
+    """One row per day for the last ``days`` days, oldest first, days without decisions as zeros
+    (stored rows for settled days, live figures for yesterday and today: ``figures_for_days``)."""
+    today = timezone.localdate()
+    start = today - dt.timedelta(days=max(days, 1) - 1)
+    return [{"date": day, **figures} for day, figures in figures_for_days(start, today).items()]
