@@ -43,7 +43,7 @@ from dataset_app.models import (
     SampleType,
 )
 from dataset_app.review import present
-from reflection_site.admin import ReadOnlyAdmin
+from reflection_site.admin import BigTableMixin, ReadOnlyAdmin
 from reflection_site.privacy import redact
 
 ANNOTATE_PERM = "dataset_app.annotate_datasetsample"
@@ -134,7 +134,7 @@ class AnnotationForm(forms.ModelForm):
 
 
 @admin.register(DatasetSample)
-class DatasetSampleAdmin(ImportExportModelAdmin):
+class DatasetSampleAdmin(BigTableMixin, ImportExportModelAdmin):
     resource_classes = [DatasetSampleResource]
     formats = [CSV, JSON, XLSX]
     change_list_template = "admin/dataset_app/datasetsample/change_list.html"
@@ -424,7 +424,7 @@ class ExportForm(forms.ModelForm):
 
 
 @admin.register(DatasetExport)
-class DatasetExportAdmin(admin.ModelAdmin):
+class DatasetExportAdmin(BigTableMixin, admin.ModelAdmin):
     list_display = [
         "export_name",
         "export_format",

@@ -40,7 +40,7 @@ from guardian_app.models import (
 )
 from guardian_app.queries import file_history
 from guardian_app.rollback import plan_revert, rollback_write
-from reflection_site.admin import ReadOnlyAdmin
+from reflection_site.admin import BigTableMixin, ReadOnlyAdmin
 
 Status = WriteGuardianAudit.Status
 FILE_CHOICES = [(name, name) for name in MEMORY_FILES]
@@ -633,7 +633,7 @@ class BehaviorCorrectionForm(forms.ModelForm):
 
 
 @admin.register(BehaviorCorrection)
-class BehaviorCorrectionAdmin(admin.ModelAdmin):
+class BehaviorCorrectionAdmin(BigTableMixin, admin.ModelAdmin):
     form = BehaviorCorrectionForm
     list_display = [
         "id",

@@ -19,7 +19,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from guardian_app import guardrails
 from guardian_app.models import LearningEvent, MemoryItem, Rule
-from reflection_site.admin import ReadOnlyAdmin
+from reflection_site.admin import BigTableMixin, ReadOnlyAdmin
 
 CHART_DAYS = 30
 # One colour per series, readable on white and in the admin's dark mode.
@@ -189,7 +189,7 @@ class LearningEventAdmin(ReadOnlyAdmin):
         return super().changelist_view(request, extra_context=context)
 
 
-class _LearnedAdmin(admin.ModelAdmin):
+class _LearnedAdmin(BigTableMixin, admin.ModelAdmin):
     """Shared by memory items and rules: read-only rows whose status changes through the guardrails."""
 
     actions = ["suppress", "archive", "reactivate"]

@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString, mark_safe
 from guardian_app.models import JobCheckpoint, Opinion, OpinionEvidence, ReflectRun, ReportDelivery, SkillDraft
 from guardian_app.reflect import InvalidReflectRequest, enqueue_run, start_run
 from guardian_app.skills import SkillError, approve_draft, refresh_content, reject_draft
-from reflection_site.admin import ReadOnlyAdmin, ReadOnlyInline
+from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, ReadOnlyInline
 
 # The admin index shows the day's change report (guardian_app/templatetags/reflect_admin.py).
 admin.site.index_template = "admin/guardian_app/reflect_index.html"
@@ -299,7 +299,7 @@ class RejectForm(forms.Form):
 
 
 @admin.register(SkillDraft)
-class SkillDraftAdmin(admin.ModelAdmin):
+class SkillDraftAdmin(BigTableMixin, admin.ModelAdmin):
     """The review list: a pending draft can be edited, then approved (written to skills/) or rejected."""
 
     form = SkillDraftForm

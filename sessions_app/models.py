@@ -95,6 +95,8 @@ class ConversationTurn(models.Model):
             models.Index(fields=["session", "turn_number"], name="turns_session_turn"),
             models.Index(fields=["created_at"], name="turns_created_at"),
             models.Index(fields=["session", "created_at"], name="turns_session_created"),
+            # Serves the failed-turn count of the decision admin's changelist (issue 9): only failed rows are in it.
+            models.Index(fields=["gate_status"], condition=Q(gate_status="failed"), name="turns_gate_failed"),
             # Serves sessions_app.gate.sweep_pending_turns: only pending rows are in it.
             models.Index(
                 fields=["gate_enqueued_at"], condition=Q(gate_status="pending"), name="turns_gate_pending"

@@ -107,3 +107,64 @@ def test_list_endpoint_runs_a_bounded_number_of_queries(
     body = response.json()
     items = body["items"] if isinstance(body, dict) else body
     assert isinstance(items, list)
+
+
+# --- Issue 9: the big tables' changelists ---------------------------------------------------------------
+BIG_TABLES = [
+    "sessions_app.ConversationSession",
+    "sessions_app.ConversationTurn",
+    "sessions_app.MemoryGateDecision",
+    "guardian_app.WriteGuardianAudit",
+    "guardian_app.FileVersion",
+    "guardian_app.FileSnapshot",
+    "guardian_app.LearningEvent",
+    "guardian_app.MemoryItem",
+    "guardian_app.Rule",
+    "guardian_app.BehaviorCorrection",
+    "guardian_app.SkillDraft",
+    "dataset_app.DatasetSample",
+    "dataset_app.DatasetExport",
+]
+
+
+@pytest.mark.parametrize("label", BIG_TABLES)
+def test_a_big_tables_admin_estimates_its_count_and_shows_50_rows(label: str) -> None:
+    from django.apps import apps
+
+    from reflection_site.paginators import EstimatedCountPaginator
+
+    model_admin = admin.site._registry[apps.get_model(label)]
+    assert model_admin.paginator is EstimatedCountPaginator
+    assert model_admin.show_full_result_count is False
+    assert model_admin.list_per_page == 50
+
+
+def test_the_decision_changelist_reads_no_column_of_every_row(seeded: dict[str, int], admin_client: Any) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        response = admin_client.get(reverse("admin:sessions_app_memorygatedecision_changelist"))
+
+    assert response.status_code == HTTPStatus.OK
+    decisions = [q["sql"] for q in queries.captured_queries if '"memory_gate_decisions"' in q["sql"]]
+    # No filter lists its choices by a SELECT DISTINCT over the table, and the count joins nothing.
+    assert not [sql for sql in decisions if "SELECT DISTINCT" in sql]
+    counts = [sql for sql in decisions if "COUNT(*)" in sql]
+    assert counts and all("JOIN" not in sql for sql in counts)
+    assert len(response.context["cl"].result_list) == 50
+
+
+def test_the_decision_changelist_filters_by_a_recent_model(seeded: dict[str, int], admin_client: Any) -> None:
+    from sessions_app.models import MemoryGateDecision
+
+    newest = MemoryGateDecision.objects.order_by("-created_at").first()
+    MemoryGateDecision.objects.filter(pk=newest.pk).update(llm_model="other-model")
+    url = reverse("admin:sessions_app_memorygatedecision_changelist")
+
+    page = admin_client.get(url).content.decode()
+    only = admin_client.get(url, {"llm_model": "other-model"})
+
+    assert "?llm_model=other-model" in page and "?llm_model=gpt-4o-mini" in page
+    assert [d.pk for d in only.context["cl"].result_list] == [newest.pk]
+    assert only.context["cl"].result_list[0].turn_number == newest.turn.turn_number

@@ -1,0 +1,81 @@
+"""Issue 9: the nightly conversation export reads plain rows in keyset pages (``retention._records_of``); its
+lines are the ones the model-instance path (``turn_record`` over ``_turns_of``) writes, across page boundaries,
+turns of equal ``created_at`` included."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from dataset_app import retention
+from sessions_app.management.commands.seed_scale import seed
+from sessions_app.models import ConversationTurn, MemoryGateDecision
+
+pytestmark = pytest.mark.django_db
+
+DAY = dt.date(2026, 3, 11)
+
+
+@pytest.fixture
+def one_day() -> list[str]:
+    """40 turns on DAY (with context, decisions and audits), three at each instant, plus turns either side."""
+    seed(turns=46, turns_per_session=7, days=2, batch=100)
+    start = dt.datetime.combine(DAY, dt.time(9), tzinfo=timezone.get_default_timezone())
+    ids = list(ConversationTurn.objects.order_by("id").values_list("id", flat=True))
+    for i, turn_id in enumerate(ids[:40]):
+        ConversationTurn.objects.filter(id=turn_id).update(created_at=start + dt.timedelta(seconds=i // 3))
+    ConversationTurn.objects.filter(id__in=ids[40:43]).update(created_at=start - dt.timedelta(hours=10))
+    ConversationTurn.objects.filter(id__in=ids[43:]).update(created_at=start + dt.timedelta(hours=15))
+    # A second gate run on one turn: both decisions, in run order.
+    first = MemoryGateDecision.objects.filter(turn_id=ids[4]).get()
+    MemoryGateDecision.objects.create(
+        turn_id=first.turn_id,
+        session_id=first.session_id,
+        run_number=2,
+        decision="NO_WRITE",
+        reason="again",
+        llm_model="gpt-4o-mini",
+        created_at=first.created_at + dt.timedelta(minutes=5),
+    )
+    return ids[:40]
+
+
+def _model_path() -> list[dict[str, Any]]:
+    return [retention.turn_record(turn) for turn in retention._turns_of(DAY)]
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 7, 20, 40, 2000])
+def test_the_pages_give_the_same_records_as_the_model_instances(one_day: list[str], chunk_size: int) -> None:
+    expected = _model_path()
+    assert len(expected) == 40
+
+    records = list(retention._records_of(DAY, chunk_size=chunk_size))
+
+    assert records == expected
+    assert len({r["id"] for r in records}) == 40  # Ties at a page boundary are neither lost nor repeated.
+    assert [len(r["decisions"]) for r in records if r["id"] == one_day[4]] == [2]
+
+
+def test_a_page_costs_four_queries_whatever_its_rows(one_day: list[str]) -> None:
+    with CaptureQueriesContext(connection) as queries:
+        records = list(retention._records_of(DAY, chunk_size=10))
+
+    assert len(records) == 40
+    # Four pages of turns, each with its context, decisions and audits, and the empty page that ends it.
+    assert len(queries.captured_queries) == 4 * 4 + 1
+
+
+def test_the_export_file_holds_the_model_paths_lines(one_day: list[str], settings: Any, tmp_path: Any) -> None:
+    settings.DATASET_EXPORT_DIR = str(tmp_path)
+    expected = [json.dumps(record, ensure_ascii=False) for record in _model_path()]
+
+    result = retention.export_conversations(DAY)
+
+    assert result.turns == 40
+    assert result.path.read_text(encoding="utf-8").splitlines() == expected
