@@ -15,8 +15,15 @@ in a child process on that database (so that peak RSS is that section's own):
 - exports: the dataset export of every sample (raw JSONL) and the nightly conversation export over every turn
   (the day's bounds widened to the whole data set): rows/s and the child's peak RSS;
 - retention (sessions idle for 180 days, one transaction a session: the longest is the lock hold) and the
-  learning decay: time, longest transaction, peak RSS;
-- ingest: 200 turns through ``ingest_turn`` into new sessions, turns/s, next to the same on an empty database.
+  learning decay: time, longest transaction, peak RSS. Retention deletes rows, so it runs on a copy of the
+  seeded database (a file copy on SQLite, ``CREATE DATABASE … TEMPLATE`` on PostgreSQL), dropped afterwards;
+- rollback: ``rollback_write`` of a fresh write to a 100 KB USER.md (the file of the data set with thousands of
+  versions; the offline guardian), p50/p95 over ``--repeat`` rollbacks;
+- ingest: 100 turns through ``ingest_turn`` into new sessions, turns/s, alternately on an empty database and on
+  the seeded one, three times each (same run, same load): the ratio is the slowdown at size.
+
+The seed (``seed_scale``) rolls the gate statistics up as the hourly beat task would have, so the gate stats
+read stored days as in production.
 
 Run with ``--no-write`` to print only; by default the tables are printed, not appended (BENCHMARKS.md is edited by
 hand from them).
@@ -46,11 +53,14 @@ def db_url(database: str, size: str) -> str:
     return f"{PG_BASE}/reflection_scale_{size}"
 
 
-def ensure_seeded(database: str, size: str) -> None:
-    """Create, migrate and seed the database unless it already holds the data set."""
+def ensure_seeded(database: str, size: str, *, fresh: bool = False) -> None:
+    """Create, migrate and seed the database unless it already holds the data set (or ``fresh``)."""
     url = db_url(database, size)
     env = {**os.environ, "DATABASE_URL": url}
-    probe = subprocess.run(
+    if fresh:
+        probe = subprocess.CompletedProcess([], 1)
+    else:
+        probe = subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), "shell", "-c",
          "from sessions_app.models import ConversationTurn as T; print(T.objects.count())"],
         env=env, capture_output=True, text=True, cwd=ROOT,
@@ -58,6 +68,10 @@ def ensure_seeded(database: str, size: str) -> None:
     seeded = probe.stdout.strip().splitlines()[-1:] if probe.returncode == 0 else []
     # The ingest section adds a few hundred turns to a kept database; it is still the same data set.
     if seeded and seeded[0].isdigit() and SIZES[size] <= int(seeded[0]) < SIZES[size] + 10_000:
+        # A kept database gets the migrations added since it was seeded (indexes).
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"], env=env, cwd=ROOT, check=True, capture_output=True
+        )
         return
     if database == "sqlite":
         path = Path(url.removeprefix("sqlite:///"))
@@ -77,8 +91,12 @@ def ensure_seeded(database: str, size: str) -> None:
         )  # fmt: skip
 
 
-def run_child(database: str, size: str, section: str, repeat: int) -> dict:
-    env = {**os.environ, "DATABASE_URL": db_url(database, size), "SCALE_CHILD": section}
+def run_child(database: str, size: str, section: str, repeat: int, *, url: str | None = None) -> dict:
+    import tempfile
+
+    env = {**os.environ, "DATABASE_URL": url or db_url(database, size), "SCALE_CHILD": section}
+    if section == "rollback":
+        env.update(WORKSPACE_DIR=tempfile.mkdtemp(prefix="scale-rollback-"), LLM_BASE_URL="", LOG_LEVEL="WARNING")
     out = subprocess.run(
         [sys.executable, __file__, "--child", section, "--repeat", str(repeat)],
         env=env, cwd=ROOT, capture_output=True, text=True,
@@ -268,6 +286,39 @@ def child_decay(repeat: int) -> dict:
     return {"rows": n, "s": elapsed, "rss_mb": _peak_rss_mb(), "summary": str(report.summary())[:200]}
 
 
+def child_rollback(repeat: int) -> dict:
+    from guardian_app.guardian import write_fact
+    from guardian_app.models import FileVersion
+    from guardian_app.rollback import rollback_write
+    from sessions_app.models import ConversationSession, ConversationTurn, GateStatus, MemoryGateDecision
+
+    session = ConversationSession.objects.create(id=f"bench:rollback:{time.time_ns()}", channel_id="bench")
+    counter = [0]
+
+    def decision(fact: str) -> MemoryGateDecision:
+        counter[0] += 1
+        turn = ConversationTurn.objects.create(
+            session=session, turn_number=counter[0], user_message_content=fact, agent_message_content="ok",
+            gate_status=GateStatus.DONE,
+        )  # fmt: skip
+        return MemoryGateDecision.objects.create(
+            turn=turn, session=session, decision="UPDATE_USER", reason="bench", candidate_fact=fact, llm_model="bench"
+        )
+
+    user_md = Path(os.environ["WORKSPACE_DIR"]) / "USER.md"
+    lines = [f"- Background fact number {i:05d} about the user's long-running project history." for i in range(1300)]
+    user_md.write_text("# User\n\n## Notes\n\n" + "\n".join(lines) + "\n")
+    times = []
+    for i in range(repeat):
+        audit = write_fact(decision(f"Scale bench noted marker s{i} for the quarterly planning notes."))
+        t0 = time.perf_counter()
+        rollback_write(audit, reason="bench", requested_by="bench")
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    return {"size_kb": user_md.stat().st_size / 1024, "versions": FileVersion.objects.filter(file_name="USER.md").count(),
+            "p50": statistics.median(times), "p95": times[min(len(times) - 1, int(len(times) * 0.95))]}  # fmt: skip
+
+
 def child_ingest(repeat: int) -> dict:
     from sessions_app.ingest import ingest_turn
     from sessions_app.schemas import TurnIn
@@ -280,7 +331,7 @@ def child_ingest(repeat: int) -> dict:
             agent_reply={"content": "Noted."},
             context=[{"role": "user", "message": "Hi", "timestamp": 1_700_000_000_000}],
         )
-        for i in range(200)
+        for i in range(100)
     ]
     t0 = time.perf_counter()
     for payload in payloads:
@@ -295,9 +346,66 @@ CHILDREN = {
     "export_samples": child_export_samples,
     "export_conversations": child_export_conversations,
     "ingest": child_ingest,
+    "rollback": child_rollback,
     "decay": child_decay,
-    "retention": child_retention,  # last: it deletes half the data set
+    "retention": child_retention,  # on a copy of the data set: it deletes rows
 }
+
+
+def copy_database(database: str, size: str) -> str:
+    """A throwaway copy of the seeded database, for the sections that delete rows; returns its URL."""
+    url = db_url(database, size)
+    if database == "sqlite":
+        import sqlite3
+
+        source = Path(url.removeprefix("sqlite:///"))
+        target = source.with_name(source.stem + "_copy.sqlite3")
+        for p in source.parent.glob(target.name + "*"):
+            p.unlink()
+        with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+            src.backup(dst)
+        return f"sqlite:///{target}"
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(f"{PG_BASE}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}_copy" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}_copy" TEMPLATE "{name}"')
+    return f"{PG_BASE}/{name}_copy"
+
+
+def drop_copy(database: str, url: str) -> None:
+    if database == "sqlite":
+        path = Path(url.removeprefix("sqlite:///"))
+        for p in path.parent.glob(path.name + "*"):
+            p.unlink()
+        return
+    import psycopg
+
+    with psycopg.connect(f"{PG_BASE}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+
+
+def run_section(database: str, size: str, section: str, repeat: int) -> dict:
+    if section == "retention":
+        url = copy_database(database, size)
+        try:
+            return run_child(database, size, section, repeat, url=url)
+        finally:
+            drop_copy(database, url)
+    if section == "ingest":
+        # Alternately on an empty database and on the seeded one, three times each: the same load for both.
+        ensure_seeded(database, "0", fresh=True)
+        runs: dict[str, list[float]] = {"empty": [], "seeded": []}
+        for _ in range(3):
+            for label, at in (("empty", "0"), ("seeded", size)):
+                out = run_child(database, at, section, repeat)
+                if "error" in out:
+                    return out
+                runs[label].append(out["rate"])
+        empty, seeded = statistics.mean(runs["empty"]), statistics.mean(runs["seeded"])
+        return {"empty_rate": empty, "seeded_rate": seeded, "ratio": seeded / empty, "runs": runs}
+    return run_child(database, size, section, repeat)
 
 
 def main() -> None:
@@ -320,10 +428,8 @@ def main() -> None:
             ensure_seeded(database, size)
             print(f"== {size} {database} (ready in {time.perf_counter() - t0:.0f}s)", file=sys.stderr, flush=True)
             for section in sections:
-                if section == "retention" and os.environ.get("BENCH_KEEP"):
-                    continue  # it deletes rows; run it on a database that is not kept
                 t1 = time.perf_counter()
-                report[(size, database, section)] = run_child(database, size, section, args.repeat)
+                report[(size, database, section)] = run_section(database, size, section, args.repeat)
                 print(f"   {section}: {time.perf_counter() - t1:.0f}s", file=sys.stderr, flush=True)
                 print(json.dumps({"size": size, "db": database, "section": section,
                                   "result": report[(size, database, section)]}), flush=True)  # fmt: skip

@@ -6,7 +6,8 @@ import datetime as dt
 from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Sum, Value
+from django.db import connection
+from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum, Value
 from django.utils import timezone
 
 from sessions_app.models import (
@@ -172,17 +173,29 @@ def weekly_stats(*, weeks: int = 12) -> list[dict[str, Any]]:
             latency[day - dt.timedelta(days=day.weekday())][1] += figures["total_decisions"]
     for monday, (total, count) in latency.items():
         rows[monday]["avg_latency_ms"] = round(total / count) if count else None
-    weeks_in: dict[str, Count] = {}
-    for i, monday in enumerate(mondays):
-        start, end = start_of_day(monday), start_of_day(monday + dt.timedelta(weeks=1))
-        in_week = MemoryGateDecision.objects.filter(session=OuterRef("pk"), created_at__gte=start, created_at__lt=end)
-        spans = Q(last_activity_at__gte=start - dt.timedelta(days=1), created_at__lt=end)
-        weeks_in[f"w{i}"] = Count("pk", filter=spans & Q(Exists(in_week)))
-    first = start_of_day(first_monday) - dt.timedelta(days=1)
-    counts = ConversationSession.objects.filter(last_activity_at__gte=first).aggregate(**weeks_in)
-    for i, monday in enumerate(mondays):
-        rows[monday]["session_count"] = counts[f"w{i}"]
+    for monday, count in zip(mondays, _sessions_by_week(mondays), strict=True):
+        rows[monday]["session_count"] = count
     return [{"week_start": monday, **rows[monday]} for monday in mondays]
+
+
+def _sessions_by_week(mondays: list[dt.date]) -> list[int]:
+    """Per week, the sessions whose span overlaps it (a day of slack) and that have a decision in it: one
+    query, a filtered count a week. Written in SQL: the ORM took longer to compile its twelve correlated
+    subqueries than the database to run them."""
+    adapt = connection.ops.adapt_datetimefield_value
+    sessions, decisions = ConversationSession._meta.db_table, MemoryGateDecision._meta.db_table
+    columns, params = [], []
+    for monday in mondays:
+        start, end = start_of_day(monday), start_of_day(monday + dt.timedelta(weeks=1))
+        columns.append(
+            f"COUNT(*) FILTER (WHERE s.created_at < %s AND s.last_activity_at >= %s AND EXISTS "
+            f"(SELECT 1 FROM {decisions} d WHERE d.session_id = s.id AND d.created_at >= %s AND d.created_at < %s))"
+        )
+        params += [adapt(end), adapt(start - dt.timedelta(days=1)), adapt(start), adapt(end)]
+    params.append(adapt(start_of_day(mondays[0]) - dt.timedelta(days=1)))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(columns)} FROM {sessions} s WHERE s.last_activity_at >= %s", params)
+        return list(cursor.fetchone())
 
 
 def session_stats(*, days: int = 30, limit: int = 50) -> list[dict[str, Any]]:
