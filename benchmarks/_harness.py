@@ -107,6 +107,22 @@ class Service:
                 time.sleep(0.1)
         raise RuntimeError("gunicorn did not start")
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) of the web server: gunicorn's master and every live worker."""
+        import psutil
+
+        if self.process is None:
+            return 0.0
+        total = 0.0
+        master = psutil.Process(self.process.pid)
+        for proc in [master, *master.children(recursive=True)]:
+            try:
+                times = proc.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
+
     def stop(self) -> None:
         for proc in [self.process, *self.extra]:
             if proc is not None and proc.poll() is None:
@@ -131,10 +147,11 @@ def service(database: str = "sqlite", **env_overrides: str) -> Iterator[Service]
         reset_postgres(PG_URL)
         env["DATABASE_URL"] = PG_URL
         env["REDIS_URL"] = BENCH_REDIS_URL
+    env.update(env_overrides)
+    if env.get("REDIS_URL"):
         import redis
 
-        redis.Redis.from_url(BENCH_REDIS_URL).flushdb()
-    env.update(env_overrides)
+        redis.Redis.from_url(env["REDIS_URL"]).flushdb()
     svc = Service(env=env, workspace=workspace)
     svc.manage("migrate", "--noinput")
     try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sqlite3
 import sys
 import tempfile
@@ -24,7 +25,16 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._harness import ROOT, build_request, machine, run_closed_loop, run_open_loop, service, table  # noqa: E402
+from benchmarks._harness import (
+    BENCH_REDIS_URL,
+    ROOT,
+    build_request,
+    machine,
+    run_closed_loop,
+    run_open_loop,
+    service,
+    table,
+)  # noqa: E402
 
 CONTEXT = [
     {
@@ -102,9 +112,9 @@ def raw_sqlite(turns: int, synchronous: str = "FULL") -> float:
         return turns / (time.perf_counter() - started)
 
 
-def measure(database: str, total: int, seconds: float) -> list[dict]:
+def measure(database: str, total: int, seconds: float, label: str = "", **env: str) -> list[dict]:
     rows = []
-    with service(database) as svc:
+    with service(database, **env) as svc:
         key = svc.api_key("ingest")
         svc.start_web(workers=2)
         headers = {"Authorization": f"Bearer {key}"}
@@ -113,10 +123,27 @@ def measure(database: str, total: int, seconds: float) -> list[dict]:
             return build_request("POST", "/api/v1/turns", headers, turn_body(i))
 
         run_closed_loop(svc.port, make, total=200, concurrency=8)  # Warm-up: imports, connections.
-        closed = run_closed_loop(svc.port, make, total=total, concurrency=16)
-        rows.append({"database": database, "load": "closed loop, 16 clients", **closed.row()})
-        opened = run_open_loop(svc.port, make, rate=200, seconds=seconds)
-        rows.append({"database": database, "load": "open loop, 200 req/s", **opened.row()})
+        for load, run in [
+            ("closed loop, 16 clients", lambda: run_closed_loop(svc.port, make, total=total, concurrency=16)),
+            ("open loop, 200 req/s", lambda: run_open_loop(svc.port, make, rate=200, seconds=seconds)),
+        ]:
+            server_cpu, client_cpu, load_before = svc.cpu_seconds(), time.process_time(), os.getloadavg()[0]
+            result = run()
+            n = len(result.latencies_ms)
+            server_ms = (svc.cpu_seconds() - server_cpu) / n * 1000
+            client_ms = (time.process_time() - client_cpu) / n * 1000
+            rows.append(
+                {
+                    "database": label or database,
+                    "load": load,
+                    **result.row(),
+                    "server_cpu_ms": round(server_ms, 2),
+                    "client_cpu_ms": round(client_ms, 2),
+                    # What this machine's cores, doing nothing else, would sustain at this CPU cost per turn.
+                    "cpu_bound_turns_s": round((os.cpu_count() or 1) * 1000 / (server_ms + client_ms)),
+                    "loadavg": f"{load_before:.1f}-{os.getloadavg()[0]:.1f}",
+                }
+            )
     return rows
 
 
@@ -128,7 +155,9 @@ def main() -> None:
     args = parser.parse_args()
     total, seconds = (300, 2) if args.quick else (3000, 10)
 
-    rows = measure("sqlite", total, seconds)
+    rows = measure("sqlite", total, seconds, "sqlite, filesystem broker")
+    # The same SQLite database with Redis as the broker: what the per-turn gate hand-off costs.
+    rows += measure("sqlite", total, seconds, "sqlite, redis broker", REDIS_URL=BENCH_REDIS_URL)
     if not args.no_postgres:
         rows += measure("postgres", total, seconds)
     raw_full = raw_sqlite(total)

@@ -6,7 +6,7 @@ import logging
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max, Q
+from django.db.models import AutoField, Field, Model
 from django.utils import timezone
 
 from sessions_app.errors import MessageTooLong, TurnConflict
@@ -25,7 +25,10 @@ def enqueue_gate(turn_id: str) -> None:
 
 def _check_lengths(payload: TurnIn) -> None:
     limit = settings.MAX_MESSAGE_CHARS
-    messages = [("user_message.content", payload.user_message.content), ("agent_reply.content", payload.agent_reply.content)]
+    messages = [
+        ("user_message.content", payload.user_message.content),
+        ("agent_reply.content", payload.agent_reply.content),
+    ]
     messages += [(f"context[{i}].message", item.message) for i, item in enumerate(payload.context)]
     for where, text in messages:
         if len(text) > limit:
@@ -50,17 +53,28 @@ def _same_turn(turn: ConversationTurn, payload: TurnIn) -> bool:
 
 
 def _existing_turn(session_id: str, payload: TurnIn) -> ConversationTurn | None:
-    """The stored turn with the same key: the same user message id first, else the same turn number."""
-    key = Q()
-    if payload.user_message.id is not None:
-        key |= Q(user_message_id=payload.user_message.id)
-    if payload.turn_number is not None:
-        key |= Q(turn_number=payload.turn_number)
-    if not key:
+    """The stored turn with the same key: the same user message id first, else the same turn number.
+
+    The lookup is one indexed statement without the ORM (ingest's hottest query finds nothing almost
+    always); a hit is then loaded as a model.
+    """
+    message_id, number = payload.user_message.id, payload.turn_number
+    if message_id is None and number is None:
         return None
-    found = list(ConversationTurn.objects.filter(key, session_id=session_id)[:2])
-    by_id = [t for t in found if payload.user_message.id is not None and t.user_message_id == payload.user_message.id]
-    return (by_id or found or [None])[0]
+    table = connection.ops.quote_name(ConversationTurn._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, user_message_id FROM {table} WHERE session_id = %s AND (user_message_id = %s OR turn_number = %s)"
+            " LIMIT 2",
+            [session_id, message_id, number],
+        )
+        found = cursor.fetchall()
+    if not found:
+        return None
+    by_id = [
+        turn_id for turn_id, stored_message_id in found if message_id is not None and stored_message_id == message_id
+    ]
+    return ConversationTurn.objects.get(id=(by_id or [found[0][0]])[0])
 
 
 def _resolve_existing(existing: ConversationTurn, payload: TurnIn) -> ConversationTurn:
@@ -98,43 +112,82 @@ def ingest_turn(payload: TurnIn) -> tuple[ConversationTurn, bool]:
     raise AssertionError("unreachable")
 
 
+def _insert_sql(model: type[Model]) -> tuple[str, list[Field]]:
+    """``INSERT`` of every concrete column of ``model`` (an auto primary key left to the database)."""
+    key = (connection.vendor, model)
+    if key not in _INSERT_SQL:
+        fields = [f for f in model._meta.concrete_fields if not isinstance(f, AutoField)]
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(f.column) for f in fields)
+        placeholders = ", ".join(["%s"] * len(fields))
+        _INSERT_SQL[key] = (f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders})", fields)
+    return _INSERT_SQL[key]
+
+
+_INSERT_SQL: dict[tuple[str, type[Model]], tuple[str, list[Field]]] = {}
+
+
+def _insert(objs: list[Model]) -> None:
+    """Insert model instances with one prepared statement: ``bulk_create`` without the query compiler.
+
+    Ingest is the hottest path of the service and the compiler was most of its cost; the values are
+    prepared by each field exactly as ``save()`` prepares them (``get_db_prep_save``).
+    """
+    sql, fields = _insert_sql(type(objs[0]))
+    rows = [[f.get_db_prep_save(f.pre_save(obj, add=True), connection) for f in fields] for obj in objs]
+    with connection.cursor() as cursor:
+        if len(rows) == 1:
+            cursor.execute(sql, rows[0])
+        else:
+            cursor.executemany(sql, rows)
+
+
+def _upsert_session(session: ConversationSession) -> None:
+    """Create the session, or bump its ``last_activity_at`` (``ON CONFLICT`` is the same on both databases)."""
+    sql, fields = _insert_sql(ConversationSession)
+    quote = connection.ops.quote_name
+    column = quote("last_activity_at")
+    upsert = f"{sql} ON CONFLICT ({quote('id')}) DO UPDATE SET {column} = excluded.{column}"
+    with connection.cursor() as cursor:
+        cursor.execute(upsert, [f.get_db_prep_save(f.pre_save(session, add=True), connection) for f in fields])
+        if connection.features.has_select_for_update:
+            # Serialises turn numbering within a session on PostgreSQL; SQLite's IMMEDIATE lock already does.
+            table = quote(ConversationSession._meta.db_table)
+            cursor.execute(f"SELECT 1 FROM {table} WHERE {quote('id')} = %s FOR UPDATE", [session.id])
+
+
+def _next_turn_number(session_id: str) -> int:
+    table = connection.ops.quote_name(ConversationTurn._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT MAX(turn_number) FROM {table} WHERE session_id = %s", [session_id])
+        last = cursor.fetchone()[0]
+    return (last or 0) + 1
+
+
 def _ingest_once(payload: TurnIn) -> tuple[ConversationTurn, bool]:
     now = timezone.now()
     created_at = payload.created_at or now
     gate_on = settings.MEMORY_GATE_ENABLED
     with transaction.atomic():
         session_in = payload.session
-        ConversationSession.objects.bulk_create(
-            [
-                ConversationSession(
-                    id=session_in.id,
-                    channel_id=session_in.channel_id,
-                    conversation_target=session_in.conversation_target,
-                    account_id=session_in.account_id,
-                    metadata=session_in.metadata,
-                    created_at=now,
-                    last_activity_at=now,
-                )
-            ],
-            update_conflicts=True,
-            unique_fields=["id"],
-            update_fields=["last_activity_at"],
+        _upsert_session(
+            ConversationSession(
+                id=session_in.id,
+                channel_id=session_in.channel_id,
+                conversation_target=session_in.conversation_target,
+                account_id=session_in.account_id,
+                metadata=session_in.metadata,
+                created_at=now,
+                last_activity_at=now,
+            )
         )
-        if connection.features.has_select_for_update:
-            # Serialises turn numbering within a session on PostgreSQL; SQLite's IMMEDIATE lock already does.
-            ConversationSession.objects.select_for_update().filter(id=session_in.id).values_list("id", flat=True).first()
-
         existing = _existing_turn(session_in.id, payload)
         if existing is not None:
             return _resolve_existing(existing, payload), False
 
-        turn_number = payload.turn_number
-        if turn_number is None:
-            last = ConversationTurn.objects.filter(session_id=session_in.id).aggregate(n=Max("turn_number"))["n"]
-            turn_number = (last or 0) + 1
-        turn = ConversationTurn.objects.create(
+        turn = ConversationTurn(
             session_id=session_in.id,
-            turn_number=turn_number,
+            turn_number=payload.turn_number or _next_turn_number(session_in.id),
             user_message_id=payload.user_message.id,
             user_message_content=payload.user_message.content,
             user_from=payload.user_message.from_,
@@ -146,12 +199,20 @@ def _ingest_once(payload: TurnIn) -> tuple[ConversationTurn, bool]:
             gate_status=GateStatus.PENDING if gate_on else GateStatus.DISABLED,
             gate_enqueued_at=now if gate_on else None,
         )
+        _insert([turn])
+        turn._state.adding = False
         if payload.context:
-            ConversationContext.objects.bulk_create(
-                ConversationContext(
-                    turn=turn, role=item.role, message=item.message, timestamp=item.timestamp, sequence_number=position
-                )
-                for position, item in enumerate(payload.context)
+            _insert(
+                [
+                    ConversationContext(
+                        turn=turn,
+                        role=item.role,
+                        message=item.message,
+                        timestamp=item.timestamp,
+                        sequence_number=position,
+                    )
+                    for position, item in enumerate(payload.context)
+                ]
             )
         if gate_on:
             # A lambda, not functools.partial: Django 5.2 names a failed robust callback by its __qualname__,
