@@ -43,7 +43,7 @@ from dataset_app.models import (
     SampleType,
 )
 from dataset_app.review import present
-from reflection_site.admin import BigTableMixin, ReadOnlyAdmin
+from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, recent_values_filter
 from reflection_site.privacy import redact
 
 ANNOTATE_PERM = "dataset_app.annotate_datasetsample"
@@ -149,7 +149,13 @@ class DatasetSampleAdmin(BigTableMixin, ImportExportModelAdmin):
         "session",
         "created_at",
     ]
-    list_filter = ["annotation_status", "sample_type", "contains_pii", "collection_strategy", "created_at"]
+    list_filter = [
+        "annotation_status",
+        "sample_type",
+        "contains_pii",
+        recent_values_filter("collection_strategy", "collection strategy (of the newest 1,000 samples)"),
+        "created_at",
+    ]
     list_select_related = ["session"]
     search_fields = ["=id", "=session__id", "=decision__id", "=audit__id", "=turn__id"]
     show_full_result_count = False

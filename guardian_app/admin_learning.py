@@ -19,7 +19,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from guardian_app import guardrails
 from guardian_app.models import LearningEvent, MemoryItem, Rule
-from reflection_site.admin import BigTableMixin, ReadOnlyAdmin
+from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, recent_values_filter
 
 CHART_DAYS = 30
 # One colour per series, readable on white and in the admin's dark mode.
@@ -142,7 +142,13 @@ class LearningEventAdmin(ReadOnlyAdmin):
         "subject",
         "user_id",
     ]
-    list_filter = ["event_type", "source", "shadow", "reason", "created_at"]
+    list_filter = [
+        "event_type",
+        "source",
+        "shadow",
+        recent_values_filter("reason", "reason (of the newest 1,000 events)"),
+        "created_at",
+    ]
     search_fields = ["=id", "=trace_id", "=ref_id", "=user_id"]
     show_full_result_count = False
     ordering = ["-created_at", "-id"]

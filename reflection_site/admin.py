@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from reflection_site.models import ApiKey
@@ -36,6 +37,36 @@ class ReadOnlyAdmin(BigTableMixin, admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class RecentValuesFilter(admin.SimpleListFilter):
+    """A filter on a free-text column offering the values of the newest ``RECENT`` rows (and the one chosen).
+
+    Issue 9: Django's ``AllValuesFieldListFilter`` lists its choices with a ``SELECT DISTINCT`` over every
+    row of the table (no index serves it): at 100k decisions two of them were most of the list's 2.2 s.
+    The URL parameter is the field's name, as with the built-in filter; the model has ``created_at``.
+    """
+
+    RECENT = 1000
+    field_name = ""
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        newest = model_admin.model._default_manager.order_by("-created_at").values_list(self.field_name, flat=True)
+        values = set(newest[: self.RECENT])
+        if self.value():
+            values.add(self.value())
+        return [(v, v or "(empty)") for v in sorted(values, key=str) if v is not None]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        return queryset.filter(**{self.field_name: self.value()}) if self.value() is not None else queryset
+
+
+def recent_values_filter(field_name: str, title: str) -> type[RecentValuesFilter]:
+    return type(
+        f"Recent{field_name.title().replace('_', '')}Filter",
+        (RecentValuesFilter,),
+        {"field_name": field_name, "parameter_name": field_name, "title": title},
+    )
 
 
 class ReadOnlyInline(admin.TabularInline):

@@ -14,7 +14,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from reflection_site.admin import ReadOnlyAdmin, ReadOnlyInline
+from reflection_site.admin import ReadOnlyAdmin, ReadOnlyInline, recent_values_filter
 from sessions_app.charts import daily_decisions_svg
 from sessions_app.gate import rerun_gate
 from sessions_app.models import (
@@ -171,36 +171,6 @@ class ConversationTurnAdmin(ReadOnlyAdmin):
 
 
 # --- The memory gate (REQ-002) ---------------------------------------------------------------------
-class RecentValuesFilter(admin.SimpleListFilter):
-    """A filter on a free-text column offering the values of the newest ``RECENT`` rows (and the one chosen).
-
-    Issue 9: Django's ``AllValuesFieldListFilter`` lists its choices with a ``SELECT DISTINCT`` over every
-    row of the table (no index serves it): at 100k decisions two of them were most of the list's 2.2 s.
-    The URL parameter is the field's name, as with the built-in filter.
-    """
-
-    RECENT = 1000
-    field_name = ""
-
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        newest = model_admin.model._default_manager.order_by("-created_at").values_list(self.field_name, flat=True)
-        values = set(newest[: self.RECENT])
-        if self.value():
-            values.add(self.value())
-        return [(v, v or "(empty)") for v in sorted(values, key=str) if v is not None]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        return queryset.filter(**{self.field_name: self.value()}) if self.value() is not None else queryset
-
-
-def recent_values_filter(field_name: str, title: str) -> type[RecentValuesFilter]:
-    return type(
-        f"Recent{field_name.title().replace('_', '')}Filter",
-        (RecentValuesFilter,),
-        {"field_name": field_name, "parameter_name": field_name, "title": title},
-    )
-
-
 @admin.register(MemoryGateDecision)
 class MemoryGateDecisionAdmin(ReadOnlyAdmin):
     """Gate decisions with their turn and context; the list opens with a 30-day chart and mean latencies."""
