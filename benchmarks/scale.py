@@ -431,8 +431,9 @@ def main() -> None:
                 t1 = time.perf_counter()
                 report[(size, database, section)] = run_section(database, size, section, args.repeat)
                 print(f"   {section}: {time.perf_counter() - t1:.0f}s", file=sys.stderr, flush=True)
-                print(json.dumps({"size": size, "db": database, "section": section,
-                                  "result": report[(size, database, section)]}), flush=True)  # fmt: skip
+                print(json.dumps({"size": size, "db": database, "section": section, "load": os.getloadavg(),
+                                  "at": time.strftime("%H:%M:%S"), "result": report[(size, database, section)]}),
+                      flush=True)  # fmt: skip
     print_tables(report)
 
 
