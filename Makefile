@@ -54,7 +54,7 @@ test-e2e: $(VENV)/.dev
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest tests/e2e -q
 
 bench: $(VENV)/.dev
-	@set -e; for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script; done
+	@set -e; for script in benchmarks/[!_]*.py; do echo "== $$script"; $(PY) $$script; done
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff format --check .
