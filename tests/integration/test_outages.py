@@ -9,13 +9,20 @@ limiter fails open and the outage is counted as a ``guardrail_error`` learning e
 
 PostgreSQL: the connection of a request is terminated (``pg_terminate_backend`` from a second connection)
 at a chosen statement of the ingest transaction: a clean 503 ``database_unavailable``, no partial turn,
-and the same request sent again is stored once.
+and the same request sent again is stored once. The connection is also dropped before each statement of an
+ingest request in turn (authentication included): every answer is a 503 or a 201, never a 5xx of another
+kind, and the turn is stored whole or not at all.
+
+Default: one Redis outage of ``OUTAGE_TURNS`` (20) turns. The long mode is ``OUTAGE_TURNS=200
+OUTAGE_CYCLES=5`` (five outages in a row, each followed by recovery and the sweep). The figures are printed
+and written to ``test-output/reliability/outages_redis.json`` and ``outages_postgres.json``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -48,6 +55,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 TOKEN = "outage-learning-token"
 OUTAGE_TURNS = int(os.environ.get("OUTAGE_TURNS", "20"))
+OUTAGE_CYCLES = int(os.environ.get("OUTAGE_CYCLES", "1"))
 REPORT_DIR = ROOT / "test-output" / "reliability"
 
 
@@ -173,6 +181,7 @@ def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
         server.stop()
 
 
+@pytest.mark.timeout(300 + OUTAGE_CYCLES * (60 + OUTAGE_TURNS))
 def test_a_redis_outage_keeps_ingest_and_feedback_answering_and_the_sweep_catches_up(
     transactional_db, private_redis, settings, tmp_path, capsys
 ):
@@ -222,64 +231,81 @@ def test_a_redis_outage_keeps_ingest_and_feedback_answering_and_the_sweep_catche
 
         assert feedback(first, "user-before") == (HTTPStatus.OK, True)  # Limited in Redis while it is up.
 
-        # Redis down.
-        private_redis.stop()
-        during = [ingest(n) for n in range(1, OUTAGE_TURNS + 1)]
-        outage_turns = [turn_id for turn_id, _ in during]
-        feedback_answers = [feedback(first, f"user-{n}") for n in range(5)] + [
-            feedback(turn_id, "user-x") for turn_id in outage_turns[:5]
-        ]
-        assert set(feedback_answers) == {(HTTPStatus.OK, False)}, feedback_answers  # Answered, failed open.
-        health = web.request("GET", "/healthz")
-        assert health[0] == HTTPStatus.OK and health[1]["status"] == "degraded"
-        assert not health[1]["broker"]["ok"] and not health[1]["cache"]["ok"]
-        reads = [web.request("GET", path, None, auth)[0] for path in ("/api/v1/sessions", f"/api/v1/turns/{first}")]
-        assert reads == [HTTPStatus.OK, HTTPStatus.OK]
-        statuses.update(reads)
-        assert not [s for s in statuses if s >= 500], statuses
-        stored = ConversationTurn.objects.filter(id__in=outage_turns)
-        assert stored.count() == OUTAGE_TURNS and set(stored.values_list("gate_status", flat=True)) == {"pending"}
-        # Counted: the process counts every request that failed open and records the outage as a learning
-        # event (one a minute per process, carrying its running count).
-        fail_open = LearningEvent.objects.filter(event_type="guardrail_error", reason="ratelimit")
-        assert fail_open.count() == 1 and "redis" in fail_open.get().payload_json["error"]
+        latencies: list[float] = []
+        feedback_answers: list[tuple[int, bool]] = []
+        sweeps: list[str] = []
+        for cycle in range(OUTAGE_CYCLES):
+            # Redis down.
+            private_redis.stop()
+            during = [ingest(cycle * OUTAGE_TURNS + n) for n in range(1, OUTAGE_TURNS + 1)]
+            outage_turns = [turn_id for turn_id, _ in during]
+            latencies += [elapsed for _, elapsed in during]
+            answers = [feedback(first, f"user-{cycle}-{n}") for n in range(5)] + [
+                feedback(turn_id, f"user-{cycle}-x") for turn_id in outage_turns[:5]
+            ]
+            assert set(answers) == {(HTTPStatus.OK, False)}, answers  # Answered, failed open.
+            feedback_answers += answers
+            health = web.request("GET", "/healthz")
+            assert health[0] == HTTPStatus.OK and health[1]["status"] == "degraded"
+            assert not health[1]["broker"]["ok"] and not health[1]["cache"]["ok"]
+            reads = [web.request("GET", path, None, auth)[0] for path in ("/api/v1/sessions", f"/api/v1/turns/{first}")]
+            assert reads == [HTTPStatus.OK, HTTPStatus.OK]
+            statuses.update(reads)
+            assert not [s for s in statuses if s >= 500], statuses
+            stored = ConversationTurn.objects.filter(id__in=outage_turns)
+            assert stored.count() == OUTAGE_TURNS
+            assert set(stored.values_list("gate_status", flat=True)) == {"pending"}
+            # Counted: the process counts every request that failed open and records the outage as a
+            # learning event (one a minute per process, carrying its running count).
+            fail_open = LearningEvent.objects.filter(event_type="guardrail_error", reason="ratelimit")
+            assert fail_open.count() >= 1 and "redis" in fail_open.order_by("created_at").first().payload_json["error"]
 
-        # Redis back (empty: the messages sent before the outage are gone too). The worker reconnects; the
-        # sweep, as the beat runs it every minute, enqueues every pending turn.
-        private_redis.start()
-        wait_until(lambda: web.request("GET", "/healthz")[1]["status"] == "ok", timeout=30, message="health ok")
-        sweep = subprocess.run(
-            [sys.executable, "manage.py", "gate", "sweep", "--grace", "0"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert sweep.returncode == 0, sweep.stderr[-3000:]
-        decided = wait_until(
-            lambda: (
-                ConversationTurn.objects.filter(id__in=outage_turns, gate_status=GateStatus.DONE).count()
-                == OUTAGE_TURNS
-                or None
-            ),
-            timeout=120,
-            message=f"the swept turns to be decided (worker log: {worker.log()[-2000:]})",
-        )
-        assert decided
-        assert MemoryGateDecision.objects.filter(turn_id__in=outage_turns).count() == OUTAGE_TURNS
-        latencies = sorted(elapsed for _, elapsed in during)
+            # Redis back (empty: the messages sent before the outage are gone too). The worker reconnects;
+            # the sweep, as the beat runs it every minute, enqueues every pending turn.
+            private_redis.start()
+            wait_until(lambda: web.request("GET", "/healthz")[1]["status"] == "ok", timeout=30, message="health ok")
+            sweep = subprocess.run(
+                [sys.executable, "manage.py", "gate", "sweep", "--grace", "0"],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert sweep.returncode == 0, sweep.stderr[-3000:]
+            sweeps.append(sweep.stdout.strip())
+            decided = wait_until(
+                lambda ids=outage_turns: (
+                    ConversationTurn.objects.filter(id__in=ids, gate_status=GateStatus.DONE).count() == OUTAGE_TURNS
+                    or None
+                ),
+                timeout=120 + OUTAGE_TURNS,
+                message=f"the swept turns to be decided (worker log: {worker.log()[-2000:]})",
+            )
+            assert decided
+            assert MemoryGateDecision.objects.filter(turn_id__in=outage_turns).count() == OUTAGE_TURNS
+        # Every turn ingested, before or during an outage, has one decision: none lost, none twice.
+        all_turns = ConversationTurn.objects.count()
+        decided_turns = MemoryGateDecision.objects.values("turn_id").distinct().count()
+        lost = all_turns - decided_turns
+        duplicated = MemoryGateDecision.objects.count() - decided_turns
+        assert all_turns == 1 + OUTAGE_CYCLES * OUTAGE_TURNS and lost == 0 and duplicated == 0
+        latencies.sort()
         figures = {
-            "turns_during_outage": OUTAGE_TURNS,
-            "ingest_201": OUTAGE_TURNS,
+            "outages": OUTAGE_CYCLES,
+            "turns_during_outages": OUTAGE_CYCLES * OUTAGE_TURNS,
+            "ingest_201": len(latencies),
             "ingest_latency_max_s": round(latencies[-1], 3),
             "ingest_latency_median_s": round(latencies[len(latencies) // 2], 3),
-            "feedback_answered_200": len(feedback_answers),
-            "feedback_failed_open": len(feedback_answers),
+            "feedback_answered_200": sum(1 for status, _ in feedback_answers if status == HTTPStatus.OK),
+            "feedback_failed_open": sum(1 for _, limited in feedback_answers if not limited),
             "guardrail_error_events": fail_open.count(),
+            "responses": {str(k): v for k, v in sorted(statuses.items())},
             "responses_5xx": sum(n for s, n in statuses.items() if s >= 500),
-            "swept_and_decided_after_recovery": OUTAGE_TURNS,
-            "sweep_output": sweep.stdout.strip(),
+            "swept_and_decided_after_recovery": OUTAGE_CYCLES * OUTAGE_TURNS,
+            "lost": lost,
+            "duplicated": duplicated,
+            "sweep_output": sweeps,
         }
         REPORT_DIR.mkdir(parents=True, exist_ok=True)
         (REPORT_DIR / "outages_redis.json").write_text(json.dumps(figures, indent=2) + "\n")
@@ -357,3 +383,99 @@ def test_a_connection_dropped_during_a_read_is_a_clean_503(transactional_db):
     # test client leaves that signal out); the next request connects afresh.
     close_old_connections()
     assert client.get("/api/v1/sessions").status_code == HTTPStatus.OK
+
+
+def _statement_kind(sql: str) -> str:
+    """``INSERT conversation_turns``, ``SELECT api_keys``, ``SAVEPOINT``: what a statement does, for the figures."""
+    table = re.search(r'(?:FROM|INTO|UPDATE)\s+"(\w+)"', sql)
+    verb = sql.split(None, 1)[0].upper()
+    return f"{verb} {table.group(1)}" if table else verb
+
+
+def _drop_before_statement(index: int, dropped: list[str]) -> Any:
+    """An execute wrapper that drops the connection before the statement numbered ``index`` (from 0)."""
+    count = iter(range(1 << 30))
+
+    def drop(execute, sql, params, many, context):  # noqa: ANN001 - Django's execute_wrapper signature.
+        if next(count) == index:
+            dropped.append(sql)
+            _terminate(context["connection"].connection.info.backend_pid)
+        return execute(sql, params, many, context)
+
+    return drop
+
+
+def test_a_connection_dropped_before_any_statement_of_ingest_stores_the_turn_whole_or_not_at_all(
+    transactional_db, capsys
+):
+    """The drop before each statement of an ingest request in turn (authentication, the session upsert and
+    lock, the turn, its context), until a request ends before the statement numbered for it. Each request has
+    a key of its own, so that each records its key's first use as well."""
+    keys = iter(range(1 << 30))
+
+    def body(n: int) -> dict[str, Any]:
+        return turn_payload(
+            session_id=f"channel:pgdrop:each{n}",
+            user_message={"id": f"msg-{n}", "content": f"I prefer tea at {n} o'clock."},
+        )
+
+    answers: Counter[int] = Counter()
+    stored_whole = stored_none = duplicated = 0
+    partial: list[tuple[int, str]] = []
+    lost: list[tuple[int, str]] = []
+    statements: list[str] = []
+    for index in range(200):
+        close_old_connections()
+        dropped: list[str] = []
+        n = index + 1
+        sender = ApiClient(ApiKey.generate(f"pg-drop-each-{next(keys)}", ["ingest", "read"])[1])
+        with connection.execute_wrapper(_drop_before_statement(index, dropped)):
+            response = sender.post("/api/v1/turns", body(n))
+        if not dropped:  # The request made fewer statements than that: every one has been dropped once.
+            assert response.status_code == HTTPStatus.CREATED, response.content
+            break
+        statements.append(_statement_kind(dropped[0]))
+        answers[response.status_code] += 1
+        assert response.status_code in (HTTPStatus.CREATED, HTTPStatus.SERVICE_UNAVAILABLE), (
+            index,
+            dropped[0],
+            response.content,
+        )
+        if response.status_code == HTTPStatus.SERVICE_UNAVAILABLE:
+            assert response.json()["error"]["code"] == "database_unavailable"
+        close_old_connections()
+        session_id = f"channel:pgdrop:each{n}"
+        turns = ConversationTurn.objects.filter(session_id=session_id)
+        contexts = ConversationContext.objects.filter(turn__session_id=session_id)
+        if turns.exists():
+            if turns.count() == 1 and contexts.count() == 2:
+                stored_whole += 1
+            else:
+                partial.append((index, dropped[0]))
+        elif contexts.exists() or ConversationSession.objects.filter(id=session_id).exists():
+            partial.append((index, dropped[0]))
+        else:
+            stored_none += 1
+            if response.status_code != HTTPStatus.SERVICE_UNAVAILABLE:
+                lost.append((index, dropped[0]))  # Acknowledged but not stored.
+        again = sender.post("/api/v1/turns", body(n))  # The client retries: stored once.
+        assert again.status_code in (HTTPStatus.CREATED, HTTPStatus.OK), again.content
+        duplicated += turns.count() - 1
+        assert contexts.count() == 2 * turns.count()
+
+    figures = {
+        "drops": len(statements),
+        "statements_dropped_before": statements,
+        "answers": {str(k): v for k, v in sorted(answers.items())},
+        "stored_whole": stored_whole,
+        "stored_none": stored_none,
+        "partial_turns": len(partial),
+        "lost": len(lost),
+        "duplicated_after_retry": duplicated,
+    }
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    (REPORT_DIR / "outages_postgres.json").write_text(json.dumps(figures, indent=2) + "\n")
+    with capsys.disabled():
+        print("\npostgres drops:", json.dumps(figures))
+    assert len(statements) >= 5 and "INSERT conversation_turns" in statements, statements
+    assert partial == [] and lost == [] and duplicated == 0, figures
