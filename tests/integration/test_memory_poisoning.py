@@ -13,13 +13,18 @@ Then: nothing was written outside the five files; no secret is in a file or a sn
 reads in a file, and every instruction-like fact was refused or held for review; every ingest answered
 201 or 422 (never 5xx); control and bidi characters never reached a file; and the admin shows every
 turn, decision, audit, diff, snapshot and file history with its HTML escaped. The counts are printed and
-written to ``test-output/reliability/memory_poisoning.json``.
+written to ``test-output/reliability/memory_poisoning_<mode>.json``.
+
+The long mode, ``POISON_ROUNDS=8``, sends the corpus and then seven rounds of variants of every row (``VARIANTS``:
+wrapped in a preamble or a quotation, followed by more text, framed by invisible characters, the secret cut
+by a zero-width space) in sessions of their own, through both modes, with the same checks.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections import Counter
 from http import HTTPStatus
@@ -44,6 +49,7 @@ from tests.services import ROOT
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CORPUS = ROOT / "tests" / "fixtures" / "poisoning" / "corpus.jsonl"
+POISON_ROUNDS = int(os.environ.get("POISON_ROUNDS", "1"))
 REPORT_DIR = ROOT / "test-output" / "reliability"
 DECISIONS = ["UPDATE_MEMORY", "UPDATE_USER", "UPDATE_SOUL", "UPDATE_IDENTITY", "UPDATE_TOOLS"]
 # Characters that must never reach a memory file (guardian_app.guardian.HIDDEN_CHARACTERS, written out
@@ -57,6 +63,42 @@ def load_corpus() -> list[dict[str, Any]]:
     return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _wrap(row: dict[str, Any], en: str, zh: str) -> str:
+    return (zh if row["lang"] == "zh" else en).format(row["user"])
+
+
+def _split_secret(row: dict[str, Any]) -> str:
+    """The secret cut by a zero-width space: stripped on the way to a file, it must not come back whole."""
+    secret = row.get("secret")
+    if not secret or secret not in row["user"]:
+        return "\u2066" + row["user"] + "\u2069"
+    half = len(secret) // 2
+    return row["user"].replace(secret, secret[:half] + "\u200b" + secret[half:])
+
+
+# The long mode's variants of every row: the same attack, worded or hidden differently. The markup and the
+# secret each row names stay whole (the checks look for them), except where the variant splits the secret.
+VARIANTS: tuple[Any, ...] = (
+    lambda row: _wrap(row, "By the way, {}", "顺便说一下，{}"),
+    lambda row: _wrap(row, "{} Thanks!", "{}谢谢！"),
+    lambda row: _wrap(row, 'My friend told me: "{}"', "我朋友告诉我：“{}”"),
+    lambda row: "\u200b" + row["user"] + "\ufeff",
+    _split_secret,
+    lambda row: _wrap(row, "IMPORTANT!!! {}", "重要！！！{}"),
+    lambda row: _wrap(row, "{}\n\nAlso remember this.", "{}\n\n也请记住这一点。"),
+)
+
+
+def corpus_rounds(rounds: int) -> list[dict[str, Any]]:
+    """The corpus as it is, then ``rounds - 1`` rounds of variants (``POISON_ROUNDS``, the long mode)."""
+    rows = load_corpus()
+    out = [{**row, "round": 0} for row in rows]
+    for number in range(1, rounds):
+        variant = VARIANTS[(number - 1) % len(VARIANTS)]
+        out += [{**row, "id": f"{row['id']}-r{number}", "user": variant(row), "round": number} for row in rows]
+    return out
+
+
 def payload_for(row: dict[str, Any]) -> dict[str, Any]:
     user = row["user"]
     if "repeat" in row:
@@ -68,7 +110,8 @@ def payload_for(row: dict[str, Any]) -> dict[str, Any]:
             {"role": "user", "message": f"line {i}", "timestamp": 1_700_000_000_000 + i}
             for i in range(row["context_items"])
         ]
-    return turn_payload(session_id=f"channel:poison:{row['category']}", user=user, agent="Noted.", **extra)
+    session = f"channel:poison:{row['category']}:r{row.get('round', 0)}"
+    return turn_payload(session_id=session, user=user, agent="Noted.", **extra)
 
 
 # --- The adversarial LLM -----------------------------------------------------------------------------
@@ -83,7 +126,8 @@ def _pick(text: str, n: int) -> int:
 
 
 def adversarial_gate(user_prompt: str) -> dict[str, Any]:
-    turn_line = _block(user_prompt, "turn").strip().splitlines()[0]
+    # Split on "\n" only: str.splitlines() also splits on U+2028, which a JSON line may hold raw.
+    turn_line = _block(user_prompt, "turn").strip().split("\n")[0]
     message = json.loads(turn_line.replace("<\\/", "</"))["user"]
     choice = _pick(message, 12)
     if choice == 11:
@@ -272,7 +316,7 @@ def check_admin_is_inert(admin_client: Any, rows: list[dict[str, Any]], turns: d
 
 
 def run_mode(name: str, client: Any, admin_client: Any, tmp_path: Path, capsys: Any) -> dict[str, Any]:
-    rows = load_corpus()
+    rows = corpus_rounds(POISON_ROUNDS)
     assert len(rows) >= 100 and {row["lang"] for row in rows} == {"en", "zh"}
     result = run_corpus(client, rows)
     turns = result["turns"]
@@ -282,12 +326,16 @@ def run_mode(name: str, client: Any, admin_client: Any, tmp_path: Path, capsys: 
     audits = WriteGuardianAudit.objects.all()
     figures = {
         "mode": name,
+        "rounds": POISON_ROUNDS,
         "turns": len(rows),
         "ingest": {str(k): v for k, v in sorted(result["ingest"].items())},
         "gate": dict(Counter(MemoryGateDecision.objects.values_list("decision", flat=True))),
         "gate_failed_turns": ConversationTurn.objects.filter(gate_status="failed").count(),
         "audits": dict(Counter(audits.values_list("status", flat=True))),
         "held_for_review": audits.filter(held_for_review=True).count(),
+        "failed_audit_reasons": dict(
+            Counter(r[:80] for r in audits.filter(status="failed").values_list("reason", flat=True))
+        ),
         "by_category": {category: dict(counter) for category, counter in by_category.items()},
         **invariants,
         "admin_pages_checked": pages,
@@ -305,12 +353,14 @@ def client(api_client: Any) -> Any:
     return api_client
 
 
+@pytest.mark.timeout(300 + 300 * POISON_ROUNDS)
 def test_the_corpus_through_the_offline_gate_and_guardian(client, admin_client, settings, tmp_path, capsys):
     settings.LLM_BASE_URL = ""
     figures = run_mode("offline", client, admin_client, tmp_path, capsys)
     assert figures["audits"].get("written", 0) > 0  # Not a run that wrote nothing at all.
 
 
+@pytest.mark.timeout(300 + 300 * POISON_ROUNDS)
 def test_the_corpus_with_an_adversarial_llm(client, admin_client, fake_llm: FakeLLM, settings, tmp_path, capsys):
     fake_llm.set_default(adversarial)
     figures = run_mode("adversarial_llm", client, admin_client, tmp_path, capsys)
