@@ -146,7 +146,7 @@ def iter_decision_records(
 LATENCY_DAYS = 7
 
 
-def weekly_stats(*, weeks: int = 12) -> list[dict[str, Any]]:
+def weekly_stats(*, weeks: int = 12, day_figures: dict[dt.date, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One row per ISO week (Monday start) for the last ``weeks`` weeks, oldest first.
 
     The week's counts are the sums of its days (``figures_for_days``: the stored roll-up for settled days,
@@ -156,7 +156,8 @@ def weekly_stats(*, weeks: int = 12) -> list[dict[str, Any]]:
     decisions: the sessions whose span overlaps the week (``sessions_last_activity``) and that have a decision
     in it (one probe of ``gate_decisions_session_time`` each). It is exact when every decision comes less than
     a day after its session's last activity, as the gate's do; a session whose only decision of the week is an
-    operator's re-run of a turn older than that is not counted.
+    operator's re-run of a turn older than that is not counted. ``day_figures``: the days' figures when the
+    caller already has them (``figures_for_days`` from the first Monday through today).
     """
     today = timezone.localdate()
     this_monday = today - dt.timedelta(days=today.weekday())
@@ -164,7 +165,11 @@ def weekly_stats(*, weeks: int = 12) -> list[dict[str, Any]]:
     mondays = [first_monday + dt.timedelta(weeks=i) for i in range(max(weeks, 1))]
     rows = {monday: empty_figures() for monday in mondays}
     latency = {monday: [0, 0] for monday in mondays}
-    for day, figures in figures_for_days(first_monday, today).items():
+    if day_figures is None:
+        day_figures = figures_for_days(first_monday, today, sessions=False)
+    for day, figures in day_figures.items():
+        if day < first_monday:
+            continue
         row = rows[day - dt.timedelta(days=day.weekday())]
         for name in ("total_decisions", *COUNT_FIELDS.values()):
             row[name] += figures[name]
@@ -209,8 +214,8 @@ def session_stats(*, days: int = 30, limit: int = 50) -> list[dict[str, Any]]:
     recent = MemoryGateDecision.objects.filter(created_at__gte=since).order_by()
     top: dict[str, dt.datetime] = {}
     newest_first = recent.order_by("-created_at", "-id").values_list("session_id", "created_at")
-    # Pages of 500 (not iterator(): on PostgreSQL its WITH HOLD cursor would materialise the whole window).
-    offset, page_size = 0, 500
+    # Pages of 2,000 (not iterator(): on PostgreSQL its WITH HOLD cursor would materialise the whole window).
+    offset, page_size = 0, 2000
     while len(top) < limit:
         page = list(newest_first[offset : offset + page_size])
         for session_id, created_at in page:
@@ -241,7 +246,7 @@ def latency_by_decision(*, days: int = 30, day_rows: list[dict[str, Any]] | None
     days = max(days, 1)
     counts = dict.fromkeys(Decision.values, 0)
     if day_rows is None:
-        day_rows = list(figures_for_days(today - dt.timedelta(days=days - 1), today).values())
+        day_rows = list(figures_for_days(today - dt.timedelta(days=days - 1), today, sessions=False).values())
     for figures in day_rows:
         for decision, name in COUNT_FIELDS.items():
             counts[decision] += figures[name]
@@ -270,12 +275,16 @@ def gate_stats(period: str = "daily", *, days: int | None = None, weeks: int = 1
         rows = daily_stats(days=days)
         return {"period": period, "rows": rows, "by_decision": latency_by_decision(days=days, day_rows=rows)}
     if period == "weekly":
-        rows = weekly_stats(weeks=weeks)
-        window_days = weeks * 7
-    else:
-        rows = session_stats(days=days, limit=limit)
-        window_days = days
-    return {"period": period, "rows": rows, "by_decision": latency_by_decision(days=window_days)}
+        # One read of the days for the weeks and the by-decision window (which starts up to six days earlier).
+        today = timezone.localdate()
+        window_start = today - dt.timedelta(days=weeks * 7 - 1)
+        first_monday = today - dt.timedelta(days=today.weekday(), weeks=max(weeks, 1) - 1)
+        by_day = figures_for_days(min(window_start, first_monday), today, sessions=False)
+        rows = weekly_stats(weeks=weeks, day_figures=by_day)
+        in_window = [figures for day, figures in by_day.items() if day >= window_start]
+        return {"period": period, "rows": rows, "by_decision": latency_by_decision(days=weeks * 7, day_rows=in_window)}
+    rows = session_stats(days=days, limit=limit)
+    return {"period": period, "rows": rows, "by_decision": latency_by_decision(days=days)}
 
 
 __all__ = [

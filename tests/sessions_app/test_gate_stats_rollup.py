@@ -143,3 +143,18 @@ def test_session_stats_take_the_sessions_with_the_latest_decisions(
         mine = [d for d in three_weeks if d.session_id == row["session_id"]]
         assert row["total_decisions"] == len(mine)
         assert row["last_decision_at"] == last[row["session_id"]]
+
+
+def test_the_weekly_endpoint_reads_the_days_once_and_says_the_same(
+    three_weeks: list[MemoryGateDecision], django_assert_max_num_queries: Any
+) -> None:
+    from sessions_app.queries import gate_stats
+
+    roll_up_gate_stats()
+
+    # Stored days, live days, weekly sessions, latency per type.
+    with django_assert_max_num_queries(4):
+        stats = gate_stats("weekly", weeks=3)
+
+    assert stats["rows"] == weekly_stats(weeks=3)
+    assert stats["by_decision"] == latency_by_decision(days=21)
