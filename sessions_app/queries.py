@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum, Value
+from django.db.models import Count, F, Max, Prefetch, Q, QuerySet, Sum, Value
 from django.utils import timezone
 
 from sessions_app.models import (
@@ -212,26 +212,32 @@ def session_stats(*, days: int = 30, limit: int = 50) -> list[dict[str, Any]]:
     """
     since = timezone.now() - dt.timedelta(days=max(days, 1))
     recent = MemoryGateDecision.objects.filter(created_at__gte=since).order_by()
-    top: dict[str, dt.datetime] = {}
-    newest_first = recent.order_by("-created_at", "-id").values_list("session_id", "created_at")
-    # Pages of 2,000 (not iterator(): on PostgreSQL its WITH HOLD cursor would materialise the whole window).
+    top: dict[str, None] = {}  # Insertion-ordered: newest first.
+    newest_first = recent.order_by("-created_at", "-id").values_list("session_id", flat=True)
+    # Pages of 2,000 (not iterator(): on PostgreSQL its WITH HOLD cursor would materialise the whole window),
+    # session ids only (no datetime to convert a row).
     offset, page_size = 0, 2000
     while len(top) < limit:
         page = list(newest_first[offset : offset + page_size])
-        for session_id, created_at in page:
-            if session_id not in top:
-                top[session_id] = created_at
-                if len(top) >= limit:
-                    break
+        for session_id in page:
+            top.setdefault(session_id)
+            if len(top) >= limit:
+                break
         if len(page) < page_size:
             break
         offset += page_size
     if not top:
         return []
-    figures = figures_by(recent.filter(session_id__in=list(top)), F("session_id"), sessions=False)
+    mine = recent.filter(session_id__in=list(top))
+    figures = figures_by(mine, F("session_id"), sessions=False)
+    last_of = dict(mine.values("session_id").annotate(last=Max("created_at")).values_list("session_id", "last"))
     rows = []
-    for session_id, last in top.items():
-        row = {"session_id": session_id, **figures.get(session_id, empty_figures()), "last_decision_at": last}
+    for session_id in top:
+        row = {
+            "session_id": session_id,
+            **figures.get(session_id, empty_figures()),
+            "last_decision_at": last_of[session_id],
+        }
         row.pop("session_count", None)
         rows.append(row)
     return rows
