@@ -410,6 +410,8 @@ class MemoryItem(models.Model):
         indexes = [
             # Serves GET /learning/memory-items and the per-project cap.
             models.Index(fields=["project_id", "status", "-created_at"], name="mem_items_project_status_time"),
+            # Serves the admin changelist's order, newest first (issue 9: a sort of every item before).
+            models.Index(fields=["created_at"], name="mem_items_created"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["project_id", "fingerprint"], name="mem_items_project_fingerprint_unique"),
