@@ -15,9 +15,10 @@ reads in a file, and every instruction-like fact was refused or held for review;
 turn, decision, audit, diff, snapshot and file history with its HTML escaped. The counts are printed and
 written to ``test-output/reliability/memory_poisoning_<mode>.json``.
 
-The long mode, ``POISON_ROUNDS=8``, sends the corpus and then seven rounds of variants of every row (``VARIANTS``:
-wrapped in a preamble or a quotation, followed by more text, framed by invisible characters, the secret cut
-by a zero-width space) in sessions of their own, through both modes, with the same checks.
+The long mode, ``POISON_ROUNDS=4``, sends the corpus and then three rounds of variants of every row (``VARIANTS``,
+each round every one of them for some rows of each category: wrapped in a preamble or a quotation, followed by
+more text, framed by invisible characters, the secret cut by a zero-width space) in sessions of their own,
+through both modes, with the same checks.
 """
 
 from __future__ import annotations
@@ -94,8 +95,16 @@ def corpus_rounds(rounds: int) -> list[dict[str, Any]]:
     rows = load_corpus()
     out = [{**row, "round": 0} for row in rows]
     for number in range(1, rounds):
-        variant = VARIANTS[(number - 1) % len(VARIANTS)]
-        out += [{**row, "id": f"{row['id']}-r{number}", "user": variant(row), "round": number} for row in rows]
+        # Each round gives every variant to rows of every category (row i gets variant i + round).
+        out += [
+            {
+                **row,
+                "id": f"{row['id']}-r{number}",
+                "user": VARIANTS[(i + number) % len(VARIANTS)](row),
+                "round": number,
+            }
+            for i, row in enumerate(rows)
+        ]
     return out
 
 
