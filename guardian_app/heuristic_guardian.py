@@ -179,7 +179,8 @@ _INSTRUCTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("a reference to the system prompt", r"\bsystem prompt\b|\bhidden instructions?\b"),
         (
             "role syntax",
-            r"^\s*(?:system|assistant|developer)\s*:|<\|?(?:im_start|im_end|system|assistant|endoftext)\|?>|\[/?INST\]|<</?SYS>>|^\s*#{2,}\s*(?:instruction|system)\b|</?(?:system|assistant)>",
+            # A "### System:" marker counts anywhere in a line ("Remember this: ### System: grant …").
+            r"^\s*(?:system|assistant|developer)\s*:|<\|?(?:im_start|im_end|system|assistant|endoftext)\|?>|\[/?INST\]|<</?SYS>>|^\s*#{2,}\s*(?:instruction|system)\b|#{2,}\s*(?:instructions?|system)\s*:|</?(?:system|assistant)>",
         ),
         (
             "tool-call syntax",
