@@ -13,7 +13,7 @@ and the same request sent again is stored once. The connection is also dropped b
 ingest request in turn (authentication included): every answer is a 503 or a 201, never a 5xx of another
 kind, and the turn is stored whole or not at all.
 
-Default: one Redis outage of ``OUTAGE_TURNS`` (20) turns. The long mode is ``OUTAGE_TURNS=30
+Default: one Redis outage of ``OUTAGE_TURNS`` (20) turns. The long mode is ``OUTAGE_TURNS=20
 OUTAGE_CYCLES=5`` (five outages in a row, each followed by recovery and the sweep; each ingest during an
 outage waits out ``CELERY_BROKER_CONNECTION_TIMEOUT``, 2 s). The figures are printed
 and written to ``test-output/reliability/outages_redis.json`` and ``outages_postgres.json``.
