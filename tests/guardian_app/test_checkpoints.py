@@ -244,6 +244,7 @@ def _json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # A dozen reflect processes: ~1 minute idle, much more on a loaded machine.
 def test_reflect_killed_at_random_points_ends_as_an_uninterrupted_run(migrated_db, tmp_path):
     until = timezone.now().replace(microsecond=0)
     baseline = Sandbox(migrated_db, tmp_path / "baseline", until)
@@ -268,6 +269,7 @@ def test_reflect_killed_at_random_points_ends_as_an_uninterrupted_run(migrated_d
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # A dozen reflect processes: ~1 minute idle, much more on a loaded machine.
 def test_the_import_killed_at_random_points_ends_as_an_uninterrupted_one(migrated_db, tmp_path):
     until = timezone.now()
     folder = tmp_path / "sessions"
