@@ -194,7 +194,9 @@ def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(RequestDataTooBig)
 def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    return error_response(request, HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload_too_large", "The request body is too large.")
+    return error_response(
+        request, HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload_too_large", "The request body is too large."
+    )
 
 
 @api.exception_handler(OperationalError)
@@ -254,7 +256,9 @@ class CursorPagination(PaginationBase):
                 out.append(value)
             return out
         except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise HttpError(HTTPStatus.UNPROCESSABLE_ENTITY, "The cursor is not valid; start again without one.") from exc
+            raise HttpError(
+                HTTPStatus.UNPROCESSABLE_ENTITY, "The cursor is not valid; start again without one."
+            ) from exc
 
     @property
     def fields(self) -> list[str]:

@@ -205,7 +205,9 @@ LLM_RETRY_BACKOFF_S = env.float("LLM_RETRY_BACKOFF_S", default=1.0)
 # Ask for response_format=json_object (a server that rejects it is asked again without it).
 LLM_JSON_MODE = env.bool("LLM_JSON_MODE", default=True)
 # LLM_TIMEOUT_S < soft limit < hard limit, so a slow LLM ends as a retryable error, not a killed task.
-CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=int(LLM_TIMEOUT_S * (LLM_MAX_RETRIES + 1) + 60))
+CELERY_TASK_SOFT_TIME_LIMIT = env.int(
+    "CELERY_TASK_SOFT_TIME_LIMIT", default=int(LLM_TIMEOUT_S * (LLM_MAX_RETRIES + 1) + 60)
+)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=CELERY_TASK_SOFT_TIME_LIMIT + 60)
 
 # --- API -----------------------------------------------------------------------------------------
@@ -225,7 +227,9 @@ JSONL_EXPORT_RETENTION_DAYS = env.int("JSONL_EXPORT_RETENTION_DAYS", default=30)
 MEMORY_GATE_ENABLED = env.bool("MEMORY_GATE_ENABLED", default=True)  # memoryGate.enabled
 MEMORY_GATE_WINDOW_SIZE = env.int("MEMORY_GATE_WINDOW_SIZE", default=10)  # memoryGate.windowSize
 MEMORY_GATE_AUDITING_ENABLED = env.bool("MEMORY_GATE_AUDITING_ENABLED", default=True)  # memoryGateAuditing.enabled
-MEMORY_GATE_STORE_RAW_LLM_RESPONSE = env.bool("MEMORY_GATE_STORE_RAW_LLM_RESPONSE", default=True)  # memoryGateAuditing.storeRawLLMResponse
+MEMORY_GATE_STORE_RAW_LLM_RESPONSE = env.bool(
+    "MEMORY_GATE_STORE_RAW_LLM_RESPONSE", default=True
+)  # memoryGateAuditing.storeRawLLMResponse
 MEMORY_GATE_ENABLE_STATS = env.bool("MEMORY_GATE_ENABLE_STATS", default=True)  # memoryGateAuditing.enableStats
 # Seconds a turn may wait for its gate before the sweep re-enqueues it.
 GATE_SWEEP_GRACE_S = env.int("GATE_SWEEP_GRACE_S", default=120)
@@ -234,10 +238,18 @@ GATE_SWEEP_GRACE_S = env.int("GATE_SWEEP_GRACE_S", default=120)
 GATE_TASK_MAX_RETRIES = env.int("GATE_TASK_MAX_RETRIES", default=5)
 GATE_TASK_RETRY_BACKOFF_S = env.int("GATE_TASK_RETRY_BACKOFF_S", default=5)
 
-WRITE_GUARDIAN_AUDITING_ENABLED = env.bool("WRITE_GUARDIAN_AUDITING_ENABLED", default=True)  # writeGuardianAuditing.enabled
-WRITE_GUARDIAN_STORE_FILE_SNAPSHOTS = env.bool("WRITE_GUARDIAN_STORE_FILE_SNAPSHOTS", default=True)  # writeGuardianAuditing.storeFileSnapshots
-WRITE_GUARDIAN_ENABLE_ROLLBACK = env.bool("WRITE_GUARDIAN_ENABLE_ROLLBACK", default=True)  # writeGuardianAuditing.enableRollback
-WRITE_GUARDIAN_MAX_SNAPSHOTS_PER_FILE = env.int("WRITE_GUARDIAN_MAX_SNAPSHOTS_PER_FILE", default=100)  # writeGuardianAuditing.maxSnapshotsPerFile
+WRITE_GUARDIAN_AUDITING_ENABLED = env.bool(
+    "WRITE_GUARDIAN_AUDITING_ENABLED", default=True
+)  # writeGuardianAuditing.enabled
+WRITE_GUARDIAN_STORE_FILE_SNAPSHOTS = env.bool(
+    "WRITE_GUARDIAN_STORE_FILE_SNAPSHOTS", default=True
+)  # writeGuardianAuditing.storeFileSnapshots
+WRITE_GUARDIAN_ENABLE_ROLLBACK = env.bool(
+    "WRITE_GUARDIAN_ENABLE_ROLLBACK", default=True
+)  # writeGuardianAuditing.enableRollback
+WRITE_GUARDIAN_MAX_SNAPSHOTS_PER_FILE = env.int(
+    "WRITE_GUARDIAN_MAX_SNAPSHOTS_PER_FILE", default=100
+)  # writeGuardianAuditing.maxSnapshotsPerFile
 GUARDIAN_MAX_REMOVED_LINES = env.int("GUARDIAN_MAX_REMOVED_LINES", default=5)
 GUARDIAN_SWEEP_GRACE_S = env.int("GUARDIAN_SWEEP_GRACE_S", default=120)
 # Seconds a guardian write, rollback or drift check waits for a memory file's lock before giving up (and retrying).
@@ -251,20 +263,38 @@ GUARDIAN_MAX_FACT_CHARS = env.int("GUARDIAN_MAX_FACT_CHARS", default=2000)
 DATASET_COLLECTION_ENABLED = env.bool("DATASET_COLLECTION_ENABLED", default=True)  # datasetCollection.enabled
 DATASET_AUTO_COLLECT = env.bool("DATASET_AUTO_COLLECT", default=True)  # datasetCollection.autoCollect
 DATASET_POSITIVE_WAS_WRITTEN = env.bool("DATASET_POSITIVE_WAS_WRITTEN", default=True)  # positiveCriteria.wasWritten
-DATASET_POSITIVE_NO_USER_OBJECTION = env.bool("DATASET_POSITIVE_NO_USER_OBJECTION", default=True)  # positiveCriteria.noUserObjection
-DATASET_NOT_ROLLED_BACK_WITHIN_DAYS = env.int("DATASET_NOT_ROLLED_BACK_WITHIN_DAYS", default=7)  # positiveCriteria.notRolledBackWithinDays
+DATASET_POSITIVE_NO_USER_OBJECTION = env.bool(
+    "DATASET_POSITIVE_NO_USER_OBJECTION", default=True
+)  # positiveCriteria.noUserObjection
+DATASET_NOT_ROLLED_BACK_WITHIN_DAYS = env.int(
+    "DATASET_NOT_ROLLED_BACK_WITHIN_DAYS", default=7
+)  # positiveCriteria.notRolledBackWithinDays
 DATASET_MIN_QUALITY_SCORE = env.float("DATASET_MIN_QUALITY_SCORE", default=0.7)  # positiveCriteria.minQualityScore
-DATASET_NEGATIVE_GATE_PROPOSED_WRITE = env.bool("DATASET_NEGATIVE_GATE_PROPOSED_WRITE", default=True)  # negativeCriteria.gateProposedWrite
-DATASET_NEGATIVE_GUARDIAN_REFUSED = env.bool("DATASET_NEGATIVE_GUARDIAN_REFUSED", default=True)  # negativeCriteria.guardianRefused
-DATASET_NEGATIVE_HAS_BEHAVIOR_CORRECTION = env.bool("DATASET_NEGATIVE_HAS_BEHAVIOR_CORRECTION", default=True)  # negativeCriteria.hasBehaviorCorrection
-DATASET_PRIVACY_FILTERING_ENABLED = env.bool("DATASET_PRIVACY_FILTERING_ENABLED", default=True)  # privacyFiltering.enabled
+DATASET_NEGATIVE_GATE_PROPOSED_WRITE = env.bool(
+    "DATASET_NEGATIVE_GATE_PROPOSED_WRITE", default=True
+)  # negativeCriteria.gateProposedWrite
+DATASET_NEGATIVE_GUARDIAN_REFUSED = env.bool(
+    "DATASET_NEGATIVE_GUARDIAN_REFUSED", default=True
+)  # negativeCriteria.guardianRefused
+DATASET_NEGATIVE_HAS_BEHAVIOR_CORRECTION = env.bool(
+    "DATASET_NEGATIVE_HAS_BEHAVIOR_CORRECTION", default=True
+)  # negativeCriteria.hasBehaviorCorrection
+DATASET_PRIVACY_FILTERING_ENABLED = env.bool(
+    "DATASET_PRIVACY_FILTERING_ENABLED", default=True
+)  # privacyFiltering.enabled
 DATASET_REDACT_PATTERNS = env.list(  # privacyFiltering.redactPatterns
     "DATASET_REDACT_PATTERNS", default=["api[_-]?key", "password", "token", "secret", "-----BEGIN.*-----"]
 )
 DATASET_QUALITY_SCORING_ENABLED = env.bool("DATASET_QUALITY_SCORING_ENABLED", default=True)  # qualityScoring.enabled
-DATASET_WEIGHT_CONVERSATION_CLARITY = env.float("DATASET_WEIGHT_CONVERSATION_CLARITY", default=0.4)  # weights.conversationClarity
-DATASET_WEIGHT_DECISION_CONFIDENCE = env.float("DATASET_WEIGHT_DECISION_CONFIDENCE", default=0.35)  # weights.decisionConfidence
-DATASET_WEIGHT_FACT_VERIFIABILITY = env.float("DATASET_WEIGHT_FACT_VERIFIABILITY", default=0.25)  # weights.factVerifiability
+DATASET_WEIGHT_CONVERSATION_CLARITY = env.float(
+    "DATASET_WEIGHT_CONVERSATION_CLARITY", default=0.4
+)  # weights.conversationClarity
+DATASET_WEIGHT_DECISION_CONFIDENCE = env.float(
+    "DATASET_WEIGHT_DECISION_CONFIDENCE", default=0.35
+)  # weights.decisionConfidence
+DATASET_WEIGHT_FACT_VERIFIABILITY = env.float(
+    "DATASET_WEIGHT_FACT_VERIFIABILITY", default=0.25
+)  # weights.factVerifiability
 DATASET_TRAIN_SPLIT = env.float("DATASET_TRAIN_SPLIT", default=0.8)
 # manualReviewCriteria: lowConfidence, containsSensitiveInfo, userFeedbackReceived, mediumQualityScore
 DATASET_REVIEW_LOW_CONFIDENCE = env.bool("DATASET_REVIEW_LOW_CONFIDENCE", default=True)

@@ -98,9 +98,7 @@ class ConversationTurn(models.Model):
             # Serves the failed-turn count of the decision admin's changelist (issue 9): only failed rows are in it.
             models.Index(fields=["gate_status"], condition=Q(gate_status="failed"), name="turns_gate_failed"),
             # Serves sessions_app.gate.sweep_pending_turns: only pending rows are in it.
-            models.Index(
-                fields=["gate_enqueued_at"], condition=Q(gate_status="pending"), name="turns_gate_pending"
-            ),
+            models.Index(fields=["gate_enqueued_at"], condition=Q(gate_status="pending"), name="turns_gate_pending"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["session", "turn_number"], name="conversation_turns_session_turn_unique"),
@@ -110,7 +108,9 @@ class ConversationTurn(models.Model):
                 name="conversation_turns_session_message_unique",
             ),
             models.CheckConstraint(condition=Q(turn_number__gte=1), name="conversation_turns_turn_number_positive"),
-            models.CheckConstraint(condition=Q(gate_status__in=GateStatus.values), name="conversation_turns_gate_status_valid"),
+            models.CheckConstraint(
+                condition=Q(gate_status__in=GateStatus.values), name="conversation_turns_gate_status_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -148,7 +148,9 @@ class MemoryGateDecision(models.Model):
     id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
     turn = models.ForeignKey(ConversationTurn, on_delete=models.CASCADE, related_name="decisions")
     session = models.ForeignKey(ConversationSession, on_delete=models.CASCADE, related_name="decisions")
-    run_number = models.PositiveIntegerField(default=1, help_text="Which run of the gate on this turn (re-runs count up).")
+    run_number = models.PositiveIntegerField(
+        default=1, help_text="Which run of the gate on this turn (re-runs count up)."
+    )
 
     decision = models.CharField(max_length=16, choices=Decision.choices)
     reason = models.TextField()
@@ -175,7 +177,9 @@ class MemoryGateDecision(models.Model):
             models.Index(fields=["decision", "created_at", "llm_latency_ms"], name="gate_decisions_decision_time"),
         ]
         constraints = [
-            models.CheckConstraint(condition=Q(decision__in=Decision.values), name="memory_gate_decisions_decision_valid"),
+            models.CheckConstraint(
+                condition=Q(decision__in=Decision.values), name="memory_gate_decisions_decision_valid"
+            ),
             models.CheckConstraint(
                 condition=Q(decision="NO_WRITE") | (Q(candidate_fact__isnull=False) & ~Q(candidate_fact="")),
                 name="memory_gate_decisions_fact_required",

@@ -103,16 +103,22 @@ def test_context_role_is_checked_by_the_database(ingest):
     ingest()
     turn = ConversationTurn.objects.get()
     with pytest.raises(IntegrityError), transaction.atomic():
-        ConversationContext.objects.create(turn=turn, role="system", message="x", timestamp=turn.created_at, sequence_number=9)
+        ConversationContext.objects.create(
+            turn=turn, role="system", message="x", timestamp=turn.created_at, sequence_number=9
+        )
 
 
 def test_a_decision_needs_a_fact_unless_no_write(ingest):
     ingest()
     turn = ConversationTurn.objects.get()
     with pytest.raises(IntegrityError), transaction.atomic():
-        MemoryGateDecision.objects.create(turn=turn, session=turn.session, decision="UPDATE_USER", reason="r", llm_model="m")
+        MemoryGateDecision.objects.create(
+            turn=turn, session=turn.session, decision="UPDATE_USER", reason="r", llm_model="m"
+        )
     with pytest.raises(IntegrityError), transaction.atomic():
-        MemoryGateDecision.objects.create(turn=turn, session=turn.session, decision="MAYBE", reason="r", candidate_fact="f", llm_model="m")
+        MemoryGateDecision.objects.create(
+            turn=turn, session=turn.session, decision="MAYBE", reason="r", candidate_fact="f", llm_model="m"
+        )
     MemoryGateDecision.objects.create(turn=turn, session=turn.session, decision="NO_WRITE", reason="r", llm_model="m")
 
 

@@ -40,7 +40,9 @@ class Command(BaseCommand):
         try:
             key, raw = ApiKey.generate(options["name"], scopes)
         except IntegrityError as exc:
-            raise CommandError(f"A key named {options['name']!r} already exists; revoke it or pick another name.") from exc
+            raise CommandError(
+                f"A key named {options['name']!r} already exists; revoke it or pick another name."
+            ) from exc
         self.stdout.write(self.style.SUCCESS(f"Created API key {key.name!r} with scopes {', '.join(key.scopes)}."))
         self.stdout.write("Store it now; it is not shown again:")
         self.stdout.write(raw)
