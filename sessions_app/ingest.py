@@ -112,28 +112,31 @@ def ingest_turn(payload: TurnIn) -> tuple[ConversationTurn, bool]:
     raise AssertionError("unreachable")
 
 
-def _insert_sql(model: type[Model]) -> tuple[str, list[Field]]:
-    """``INSERT`` of every concrete column of ``model`` (an auto primary key left to the database)."""
-    key = (connection.vendor, model)
+def _insert_sql(model: type[Model], suffix: str = "") -> tuple[str, list[Field]]:
+    """``INSERT`` of every concrete column of ``model`` (an auto primary key left to the database), plus ``suffix``."""
+    key = (connection.vendor, model, suffix)
     if key not in _INSERT_SQL:
         fields = [f for f in model._meta.concrete_fields if not isinstance(f, AutoField)]
         quote = connection.ops.quote_name
         columns = ", ".join(quote(f.column) for f in fields)
         placeholders = ", ".join(["%s"] * len(fields))
-        _INSERT_SQL[key] = (f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders})", fields)
+        sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders}){suffix}"
+        _INSERT_SQL[key] = (sql, fields)
     return _INSERT_SQL[key]
 
 
-_INSERT_SQL: dict[tuple[str, type[Model]], tuple[str, list[Field]]] = {}
+_INSERT_SQL: dict[tuple[str, type[Model], str], tuple[str, list[Field]]] = {}
+# Create the session, or bump its last_activity_at (ON CONFLICT reads the same on both databases).
+_SESSION_UPSERT = ' ON CONFLICT ("id") DO UPDATE SET "last_activity_at" = excluded."last_activity_at"'
 
 
-def _insert(objs: list[Model]) -> None:
+def _insert(objs: list[Model], suffix: str = "") -> None:
     """Insert model instances with one prepared statement: ``bulk_create`` without the query compiler.
 
     Ingest is the hottest path of the service and the compiler was most of its cost; the values are
     prepared by each field exactly as ``save()`` prepares them (``get_db_prep_save``).
     """
-    sql, fields = _insert_sql(type(objs[0]))
+    sql, fields = _insert_sql(type(objs[0]), suffix)
     rows = [[f.get_db_prep_save(f.pre_save(obj, add=True), connection) for f in fields] for obj in objs]
     with connection.cursor() as cursor:
         if len(rows) == 1:
@@ -143,17 +146,12 @@ def _insert(objs: list[Model]) -> None:
 
 
 def _upsert_session(session: ConversationSession) -> None:
-    """Create the session, or bump its ``last_activity_at`` (``ON CONFLICT`` is the same on both databases)."""
-    sql, fields = _insert_sql(ConversationSession)
-    quote = connection.ops.quote_name
-    column = quote("last_activity_at")
-    upsert = f"{sql} ON CONFLICT ({quote('id')}) DO UPDATE SET {column} = excluded.{column}"
-    with connection.cursor() as cursor:
-        cursor.execute(upsert, [f.get_db_prep_save(f.pre_save(session, add=True), connection) for f in fields])
-        if connection.features.has_select_for_update:
-            # Serialises turn numbering within a session on PostgreSQL; SQLite's IMMEDIATE lock already does.
-            table = quote(ConversationSession._meta.db_table)
-            cursor.execute(f"SELECT 1 FROM {table} WHERE {quote('id')} = %s FOR UPDATE", [session.id])
+    _insert([session], _SESSION_UPSERT)
+    if connection.features.has_select_for_update:
+        # Serialises turn numbering within a session on PostgreSQL; SQLite's IMMEDIATE lock already does.
+        table = connection.ops.quote_name(ConversationSession._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(f'SELECT 1 FROM {table} WHERE "id" = %s FOR UPDATE', [session.id])
 
 
 def _next_turn_number(session_id: str) -> int:
