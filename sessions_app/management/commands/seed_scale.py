@@ -396,6 +396,7 @@ def seed(
                 file_name=file_name, defaults={"current_version_id": version_id, "updated_at": now}
             )
     bar.close()
+    counts["one_of_each"] = _one_of_each(now)
     if connection.vendor == "postgresql":
         # Statistics for the planner, and (outside a transaction) the visibility map autovacuum would have
         # set by now, without which PostgreSQL reads the table behind an index-only scan.
@@ -404,6 +405,79 @@ def seed(
     # What the hourly beat task would have stored over the seeded year (one row a day).
     counts["gate_stats_days"] = roll_up_gate_stats()
     return counts
+
+
+def _one_of_each(now: dt.datetime) -> int:
+    """One row of every admin-registered model the traffic above does not produce (exports, evaluations,
+    corrections, rollbacks, reflect runs, opinions, skill drafts, recall chunks, checkpoints, report deliveries,
+    API keys, beat schedules), so that every admin page has a row to show. Returns the rows created."""
+    from django_celery_beat.models import ClockedSchedule, IntervalSchedule, SolarSchedule
+
+    from dataset_app.models import DatasetExport, EvaluationRun
+    from guardian_app.models import (
+        BehaviorCorrection,
+        JobCheckpoint,
+        MemoryChunk,
+        Opinion,
+        ReflectRun,
+        ReportDelivery,
+        Rollback,
+        SkillDraft,
+    )
+    from reflection_site.models import ApiKey
+
+    audits = WriteGuardianAudit.objects.order_by("-created_at")
+    text = "- The user deploys the billing service on Fridays."
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    rows: list[models.Model] = [
+        DatasetExport(export_name="scale-seed", export_format="raw", file_path="var/exports/scale-seed.jsonl"),
+        EvaluationRun(),
+        JobCheckpoint(job=JobCheckpoint.Job.REFLECT, key="scale-seed"),
+        MemoryChunk(
+            path="MEMORY.md",
+            start_line=1,
+            end_line=1,
+            hash=digest,
+            text=text,
+            search_text=text,
+            content=text,
+            timestamp=now,
+        ),
+        Opinion(statement="The user prefers short answers.", fingerprint=digest, confidence=0.7),
+        ReflectRun(since=now - dt.timedelta(days=1), until=now),
+        ReportDelivery(day=now.date()),
+        SkillDraft(
+            name="deploy-fridays",
+            description="Deploy on Fridays",
+            confidence=0.6,
+            source_path="MEMORY.md",
+            source_start_line=1,
+            source_end_line=1,
+            source_hash=digest,
+            source_text=text,
+            content=text,
+        ),
+        ClockedSchedule(clocked_time=now),
+        IntervalSchedule(every=1, period=IntervalSchedule.HOURS),
+        SolarSchedule(event="sunrise", latitude=48.85, longitude=2.35),
+    ]
+    with transaction.atomic():
+        for row in rows:
+            row.save()
+        ApiKey.generate("scale-seed", ["read"])
+        created = len(rows) + 1
+        audit = audits.filter(status="refused").first()
+        if audit is not None:
+            BehaviorCorrection.objects.create(audit=audit, original_status="refused", corrected_status="written",
+                                              correction_reason="scale seed", corrected_by="seed")  # fmt: skip
+            created += 1
+        # The newest write becomes a rolled-back one (a small seed may have drawn no "rolled_back" status).
+        audit = audits.filter(status__in=("written", "rolled_back"), rollback__isnull=True).first()
+        if audit is not None:
+            Rollback.objects.create(audit=audit, rolled_back_by="seed", reason="scale seed", previous_status="written")
+            WriteGuardianAudit.objects.filter(pk=audit.pk).update(status="rolled_back")
+            created += 1
+    return created
 
 
 # Fields whose Python value is what the driver takes; the others go through the field's get_db_prep_save.
