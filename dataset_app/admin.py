@@ -43,10 +43,12 @@ from dataset_app.models import (
     SampleType,
 )
 from dataset_app.review import present
-from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, recent_values_filter
+from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, dashboard_figures, recent_values_filter
 from reflection_site.privacy import redact
 
 ANNOTATE_PERM = "dataset_app.annotate_datasetsample"
+# The samples changelist's charts (reflection_site.admin.dashboard_figures).
+DASHBOARD = "dataset-samples"
 RAW_PERM = "dataset_app.view_raw_datasetsample"
 EXPORT_PERM = "dataset_app.add_datasetexport"
 DOWNLOAD_PERM = "dataset_app.download_datasetexport"
@@ -293,7 +295,11 @@ class DatasetSampleAdmin(BigTableMixin, ImportExportModelAdmin):
         return actions
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        extra_context = {**(extra_context or {}), **self.chart_context(), "review_count": review_queue().count()}
+        extra_context = {
+            **(extra_context or {}),
+            **dashboard_figures(DASHBOARD, self.chart_context),
+            "review_count": review_queue().count(),
+        }
         return super().changelist_view(request, extra_context)
 
     @staticmethod

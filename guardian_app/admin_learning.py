@@ -19,18 +19,11 @@ from django.utils.safestring import SafeString, mark_safe
 
 from guardian_app import guardrails
 from guardian_app.models import LearningEvent, MemoryItem, Rule
-from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, recent_values_filter
+from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, dashboard_figures, recent_values_filter
 
 CHART_DAYS = 30
-# One colour per series, readable on white and in the admin's dark mode.
-SERIES: dict[str, tuple[str, str]] = {
-    "accepted": ("accepted", "#10b981"),
-    "rejected": ("rejected", "#9aa5b1"),
-    "conflict": ("conflict", "#f59e0b"),
-    "expired": ("expired / archived", "#8b5cf6"),
-    "rate_limited": ("rate-limited", "#ef4444"),
-    "errors": ("errors (failed open)", "#7f1d1d"),
-}
+# The learning events changelist's chart and figures (reflection_site.admin.dashboard_figures).
+DASHBOARD = "learning-events"
 
 
 def _n(value: float) -> str:
@@ -116,6 +109,29 @@ def learning_chart_svg(
     return mark_safe("".join(parts))
 
 
+def learning_dashboard() -> dict[str, Any]:
+    """The last ``CHART_DAYS`` days of learning decisions: the chart, the figures and the hit rate."""
+    now = timezone.now()
+    metrics = guardrails.learning_metrics(since=now - dt.timedelta(days=CHART_DAYS), until=now)
+    return {
+        "learning_chart": learning_chart_svg(metrics["daily"]),
+        "learning_metrics": metrics,
+        "learning_series": [(key, label, metrics[key], metrics["shadow"][key]) for key, (label, _) in SERIES.items()],
+        "learning_hit_rate": "–" if metrics["hit_rate"] is None else f"{metrics['hit_rate']:.0%}",
+    }
+
+
+# One colour per series, readable on white and in the admin's dark mode.
+SERIES: dict[str, tuple[str, str]] = {
+    "accepted": ("accepted", "#10b981"),
+    "rejected": ("rejected", "#9aa5b1"),
+    "conflict": ("conflict", "#f59e0b"),
+    "expired": ("expired / archived", "#8b5cf6"),
+    "rate_limited": ("rate-limited", "#ef4444"),
+    "errors": ("errors (failed open)", "#7f1d1d"),
+}
+
+
 def _admin_link(viewname: str, args: list[Any] | None = None, query: str = "") -> str | None:
     try:
         return reverse(viewname, args=args) + query
@@ -179,15 +195,8 @@ class LearningEventAdmin(ReadOnlyAdmin):
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
-        now = timezone.now()
-        metrics = guardrails.learning_metrics(since=now - dt.timedelta(days=CHART_DAYS), until=now)
         context = {
-            "learning_chart": learning_chart_svg(metrics["daily"]),
-            "learning_metrics": metrics,
-            "learning_series": [
-                (key, label, metrics[key], metrics["shadow"][key]) for key, (label, _) in SERIES.items()
-            ],
-            "learning_hit_rate": "–" if metrics["hit_rate"] is None else f"{metrics['hit_rate']:.0%}",
+            **dashboard_figures(DASHBOARD, learning_dashboard),
             "learning_shadow_mode": settings.LEARNING_SHADOW_MODE,
             "learning_enabled": settings.LEARNING_GUARDRAILS_ENABLED,
             **(extra_context or {}),

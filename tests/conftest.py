@@ -27,6 +27,12 @@ def workspace(settings: Any, tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def uncached_admin_dashboards(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The admin dashboards' figures are computed on every request: the cache outlives a test's rows."""
+    monkeypatch.setattr("reflection_site.admin.DASHBOARD_TTL", 0)
+
+
 class ApiClient(Client):
     """A test client that sends JSON and a bearer key."""
 
