@@ -139,7 +139,8 @@ class WriteGuardianAudit(models.Model):
         indexes = [
             models.Index(fields=["session", "created_at"], name="wga_session_time"),
             models.Index(fields=["status"], name="wga_status"),
-            models.Index(fields=["target_file"], name="wga_target_file"),
+            # GET /guardian/audits?file=&status= newest first (issue 9); its prefix serves a file's audits.
+            models.Index(fields=["target_file", "status", "-created_at", "-id"], name="wga_file_status_time"),
             models.Index(fields=["decision"], name="wga_decision"),
             models.Index(fields=["created_at"], name="wga_created"),
         ]
