@@ -1,6 +1,6 @@
-"""Issue 9: the nightly conversation export reads plain rows in keyset pages (``retention._records_of``); its
-lines are the ones the model-instance path (``turn_record`` over ``_turns_of``) writes, across page boundaries,
-turns of equal ``created_at`` included."""
+"""Issue 9: the nightly conversation export reads driver rows in keyset pages (``retention._records_of``); its
+lines are, byte for byte, the ones the model-instance path (``turn_record`` over ``_turns_of``, the export before
+issue 9) writes, across page boundaries, turns of equal ``created_at`` included, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -32,6 +32,13 @@ def one_day() -> list[str]:
         ConversationTurn.objects.filter(id=turn_id).update(created_at=start + dt.timedelta(seconds=i // 3))
     ConversationTurn.objects.filter(id__in=ids[40:43]).update(created_at=start - dt.timedelta(hours=10))
     ConversationTurn.objects.filter(id__in=ids[43:]).update(created_at=start + dt.timedelta(hours=15))
+    # JSON columns as ingest stores them: non-ASCII, nesting, key order, a JSON null apart from an SQL NULL.
+    ConversationTurn.objects.filter(id=ids[1]).update(
+        user_metadata={"zé": [1, 2.5, None, 1e-05], "nested": {"b": True, "a": 'line\nbreak \u2028 "q"'}},
+        agent_metadata={"model": "gpt-4o-mini", "tokens": 12},
+        feedback_json={"rating": "down", "reason": "Никогда emoji 👍"},
+    )
+    ConversationTurn.objects.filter(id=ids[2]).update(user_metadata=[], feedback_json={})
     # A second gate run on one turn: both decisions, in run order.
     first = MemoryGateDecision.objects.filter(turn_id=ids[4]).get()
     MemoryGateDecision.objects.create(
@@ -58,6 +65,8 @@ def test_the_pages_give_the_same_records_as_the_model_instances(one_day: list[st
     records = list(retention._records_of(DAY, chunk_size=chunk_size))
 
     assert records == expected
+    # Key order included: the lines are the same bytes.
+    assert [json.dumps(r, ensure_ascii=False) for r in records] == [json.dumps(r, ensure_ascii=False) for r in expected]
     assert len({r["id"] for r in records}) == 40  # Ties at a page boundary are neither lost nor repeated.
     assert [len(r["decisions"]) for r in records if r["id"] == one_day[4]] == [2]
 
@@ -78,4 +87,5 @@ def test_the_export_file_holds_the_model_paths_lines(one_day: list[str], setting
     result = retention.export_conversations(DAY)
 
     assert result.turns == 40
-    assert result.path.read_text(encoding="utf-8").splitlines() == expected
+    # Lines end at "\n" only (a U+2028 in a message stays raw, as json.dumps leaves it).
+    assert result.path.read_bytes().decode("utf-8").split("\n") == [*expected, ""]
