@@ -122,11 +122,33 @@ def _backoff(attempt: int) -> float:
     return min(base * (2 ** (attempt - 1)), 30.0)
 
 
-def _usage(completion: Any) -> tuple[int | None, int | None]:
-    usage = getattr(completion, "usage", None)
-    if usage is None:
+def _completion(raw: str) -> dict[str, Any]:
+    """The chat completion object of a reply body; ValueError when the body is not one."""
+    completion = json.loads(raw)
+    if not isinstance(completion, dict):
+        raise ValueError("the reply body is not a JSON object")
+    return completion
+
+
+def _content(completion: dict[str, Any]) -> str:
+    """The first choice's message text ("" when the reply has none)."""
+    choices = completion.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, str) else ""
+
+
+def _usage(completion: dict[str, Any]) -> tuple[int | None, int | None]:
+    usage = completion.get("usage")
+    if not isinstance(usage, dict):
         return None, None
-    return getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+
+    def tokens(name: str) -> int | None:
+        value = usage.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return tokens("prompt_tokens"), tokens("completion_tokens")
 
 
 def complete_json(
@@ -162,10 +184,14 @@ def complete_json(
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         started = time.perf_counter()
+        raw = ""
         try:
-            response = sdk.chat.completions.with_raw_response.create(**kwargs)
-            raw = response.text
-            completion = response.parse()
+            # The SDK's own HTTP client, errors and headers, but the body goes out as built here and the reply
+            # comes back as text: the typed create() deep-copies the messages into TypedDicts and the reply into
+            # pydantic models, 1.4 ms of CPU a call that a worker deciding 100 turns a second cannot spare
+            # (BENCHMARKS.md, memory gate).
+            raw = sdk.post("/chat/completions", body=kwargs, cast_to=str)
+            completion = _completion(raw)
         except openai.APITimeoutError as exc:
             last_error = LLMTransientError(f"LLM timed out after {settings.LLM_TIMEOUT_S}s", attempts=attempt)
             logger.warning("LLM attempt %d/%d: timeout: %s", attempt, attempts_allowed, exc)
@@ -189,12 +215,11 @@ def complete_json(
                 continue
             raise LLMError(message, raw=body or None, attempts=attempt) from exc
         except (openai.APIResponseValidationError, ValueError) as exc:
-            last_error = LLMUnparseable(f"LLM response could not be read: {exc}", attempts=attempt)
+            last_error = LLMUnparseable(f"LLM response could not be read: {exc}", raw=raw or None, attempts=attempt)
             continue
         latency_ms = int(round((time.perf_counter() - started) * 1000))
 
-        choices = getattr(completion, "choices", None) or []
-        content = (choices[0].message.content or "") if choices else ""
+        content = _content(completion)
         try:
             data = parse_json_object(content)
             if validate is not None:
@@ -209,7 +234,7 @@ def complete_json(
         return LLMReply(
             data=data,
             content=content,
-            model=getattr(completion, "model", None) or model_name,
+            model=completion.get("model") or model_name,
             latency_ms=latency_ms,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,

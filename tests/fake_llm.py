@@ -37,6 +37,7 @@ class FakeReply:
     delay: float = 0.0
     model: str = "fake-model-1"
     usage: tuple[int, int] | None = (11, 7)
+    body: str | None = None  # Sent as the whole response body instead of a chat completion (a broken proxy).
 
 
 Responder = Callable[[dict], "str | dict | FakeReply"]
@@ -287,8 +288,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name.
         pass
 
-    def _send(self, status: int, payload: dict) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode()
+    def _send(self, status: int, payload: dict | str) -> None:
+        data = (payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)).encode()
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -331,7 +332,7 @@ class _Handler(BaseHTTPRequestHandler):
             message = reply.content if isinstance(reply.content, str) and reply.content != "{}" else "fake error"
             self._send(reply.status, {"error": {"message": message, "type": "server_error", "code": reply.status}})
             return
-        self._send(200, _chat_completion(reply, body))
+        self._send(200, reply.body if reply.body is not None else _chat_completion(reply, body))
 
 
 class _Server(ThreadingHTTPServer):

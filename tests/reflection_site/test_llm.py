@@ -61,6 +61,29 @@ def test_an_unparseable_reply_is_retried_then_succeeds(fake_llm):
     assert reply.attempts == 2
 
 
+@pytest.mark.parametrize(
+    "body",
+    ["<html>502 Bad Gateway</html>", "[1, 2]", '{"choices": "none"}', '{"choices": [{"message": {"content": 7}}]}'],
+)
+def test_a_body_that_is_no_chat_completion_is_retried_then_succeeds(fake_llm, body):
+    fake_llm.queue(FakeReply(body=body), FakeReply(content={"ok": 3}, model="m-2", usage=(5, 6)))
+
+    reply = llm.complete_json([{"role": "user", "content": "u"}])
+
+    assert reply.data == {"ok": 3}
+    assert (reply.model, reply.prompt_tokens, reply.completion_tokens, reply.attempts) == ("m-2", 5, 6, 2)
+
+
+def test_a_body_that_is_no_chat_completion_keeps_it_as_the_last_raw_reply(fake_llm, settings):
+    settings.LLM_MAX_RETRIES = 0
+    fake_llm.queue(FakeReply(body="<html>502 Bad Gateway</html>"))
+
+    with pytest.raises(llm.LLMUnparseable) as caught:
+        llm.complete_json([{"role": "user", "content": "u"}])
+
+    assert caught.value.raw == "<html>502 Bad Gateway</html>"
+
+
 def test_a_reply_the_validator_rejects_counts_as_unparseable(fake_llm):
     fake_llm.queue({"decision": "MAYBE"}, {"decision": "NO_WRITE"})
 
