@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from celery import Celery
+from celery.signals import task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reflection_site.settings")
 
@@ -16,6 +17,17 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 logger = logging.getLogger(__name__)
+
+
+@task_prerun.connect
+def _close_old_connections(**kwargs: Any) -> None:
+    """Before each task, what Django does before each request: drop a connection that is broken (an error
+    since its last use, or a failed health check on PostgreSQL) or older than CONN_MAX_AGE, and keep the rest
+    (CELERY_DB_REUSE_MAX stops Celery's fix-up from closing every connection around every task)."""
+    from django.db import close_old_connections
+
+    close_old_connections()
+
 
 SCHEDULE_MODULES = ("sessions_app.schedules", "guardian_app.schedules", "dataset_app.schedules")
 

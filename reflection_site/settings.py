@@ -163,10 +163,14 @@ if not REDIS_URL:
         "processed_folder": str(BROKER_DIR / "processed"),
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
-        # A worker holding its prefetched message sleeps this long before it looks again (kombu's default
-        # of 1 s caps a worker at ~1 task/s); each look is one directory listing.
+        # A worker with nothing to take sleeps this long before it looks again (kombu's default of 1 s caps a
+        # worker at ~1 task/s); each look is one directory listing. For a second after it last took a
+        # message it looks every CELERY_BROKER_BUSY_POLLING_INTERVAL_S instead (reflection_site/broker.py).
         "polling_interval": env.float("CELERY_BROKER_POLLING_INTERVAL_S", default=0.02),
+        "busy_polling_interval": env.float("CELERY_BROKER_BUSY_POLLING_INTERVAL_S", default=0.002),
+        "busy_window": 1.0,
     }
+    CELERY_BROKER_TRANSPORT = "reflection_site.broker:FilesystemTransport"
 else:
     # Seconds before Redis hands a message that a dead worker held (acks_late) to another worker; a
     # worker starting up restores such messages too. Longer than any task runs (CELERY_TASK_TIME_LIMIT).
@@ -190,6 +194,11 @@ CELERY_TASK_ROUTES = {
     "guardian_app.tasks.run_guard_write": {"queue": "guardian"},
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery's Django fix-up closes every database connection before and after each task unless this is set, so a
+# worker reconnected twice a task (SQLite's PRAGMAs, PostgreSQL's TCP and auth). It closes them every N tasks
+# instead; reflection_site/celery.py also drops, before each task, a connection that is broken or older than
+# CONN_MAX_AGE, as Django does around a web request. 0 = close around every task, as Celery does by default.
+CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000) or None
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = env.str("TIME_ZONE", default="UTC")
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
