@@ -379,10 +379,10 @@ class RetentionResult:
         }
 
 
-def _snapshot_ids_of(session_id: str) -> set[str]:
-    """The snapshots the session's audits and their rollbacks point at."""
+def _snapshot_ids_of(audits: QuerySet[WriteGuardianAudit]) -> set[str]:
+    """The snapshots those audits and their rollbacks point at."""
     ids: set[str] = set()
-    rows = WriteGuardianAudit.objects.filter(session_id=session_id).values_list(
+    rows = audits.values_list(
         "before_snapshot_id", "after_snapshot_id", "rollback__restored_snapshot_id", "rollback__replaced_snapshot_id"
     )
     for row in rows:
@@ -392,6 +392,8 @@ def _snapshot_ids_of(session_id: str) -> set[str]:
 
 def _unreferenced(snapshot_ids: set[str]) -> list[str]:
     """Those of ``snapshot_ids`` that no row refers to any more (every foreign key to FileSnapshot)."""
+    if not snapshot_ids:
+        return []
     snapshots = FileSnapshot.objects.filter(id__in=snapshot_ids)
     # include_hidden: the audits' and rollbacks' keys have related_name="+", which related_objects leaves out.
     relations = [
@@ -405,15 +407,63 @@ def _unreferenced(snapshot_ids: set[str]) -> list[str]:
     return list(snapshots.values_list("id", flat=True))
 
 
+# Turns a retention transaction deletes with what hangs from them (issue 9: a whole session of 50 turns held
+# SQLite's write lock for up to 2.8 s at 1M turns on a loaded machine; the bound is 1 s).
+TURNS_PER_TRANSACTION = 10
+
+
+def _delete_orphans(snapshot_ids: set[str]) -> int:
+    orphans = _unreferenced(snapshot_ids)
+    return FileSnapshot.objects.filter(id__in=orphans).delete()[0] if orphans else 0
+
+
+def _delete_session(session_id: str, still_old: QuerySet[ConversationSession], batch: int) -> int | None:
+    """Delete one session ``batch`` turns a transaction, oldest first, then the session with what is left (rows
+    without a turn); each transaction first checks the session is still to be deleted (``still_old``). Returns
+    the snapshots deleted, or None when the session is kept (a sample approved meanwhile, or gone).
+
+    A session whose deletion stops (a protected row, a crash) keeps its later turns and is still old: the next
+    run deletes the rest."""
+    snapshots = 0
+    while True:
+        with transaction.atomic():
+            session = still_old.filter(id=session_id).first()
+            if session is None:
+                return None
+            turn_ids = list(
+                ConversationTurn.objects.filter(session_id=session_id)
+                .order_by("created_at", "id")
+                .values_list("id", flat=True)[:batch]
+            )
+            if turn_ids:
+                # The audits the turns' deletion cascades to: by turn, or by decision (two indexed reads; an OR of
+                # the two scans every audit).
+                decisions = MemoryGateDecision.objects.filter(turn_id__in=turn_ids).values("id")
+                snapshot_ids = _snapshot_ids_of(WriteGuardianAudit.objects.filter(turn_id__in=turn_ids))
+                snapshot_ids |= _snapshot_ids_of(WriteGuardianAudit.objects.filter(decision_id__in=decisions))
+                ConversationTurn.objects.filter(id__in=turn_ids).delete()
+            else:
+                snapshot_ids = _snapshot_ids_of(WriteGuardianAudit.objects.filter(session_id=session_id))
+                session.delete()
+            snapshots += _delete_orphans(snapshot_ids)
+        if not turn_ids:
+            return snapshots
+
+
 def apply_retention(
-    *, days: int | None = None, now: dt.datetime | None = None, dry_run: bool = False
+    *,
+    days: int | None = None,
+    now: dt.datetime | None = None,
+    dry_run: bool = False,
+    batch: int = TURNS_PER_TRANSACTION,
 ) -> RetentionResult:
     """Delete sessions inactive for ``days`` (``RETENTION_DAYS``; 0 turns retention off).
 
     1. Sessions whose last activity is older than the cutoff, except those with an approved sample.
-    2. Each is deleted in its own transaction with everything that cascades from it; a row of another
-       app that protects it (``on_delete=PROTECT``) keeps the session, logged, and the rest go on.
-    3. The snapshots its audits and rollbacks used are deleted if no remaining row refers to them.
+    2. Each is deleted with everything that cascades from it, ``batch`` turns a transaction (the database's write
+       lock is held for that long); a row of another app that protects it (``on_delete=PROTECT``) stops that
+       session's deletion, logged, and the rest go on.
+    3. The snapshots the deleted audits and rollbacks used are deleted if no remaining row refers to them.
     """
     result = RetentionResult()
     days = settings.RETENTION_DAYS if days is None else days
@@ -430,24 +480,15 @@ def apply_retention(
         return result
     for session_id in ids:
         try:
-            with transaction.atomic():
-                # Checked again under the transaction: a sample approved meanwhile keeps the session.
-                session = (
-                    ConversationSession.objects.filter(id=session_id, last_activity_at__lt=cutoff)
-                    .exclude(approved)
-                    .first()
-                )
-                if session is None:
-                    continue
-                snapshot_ids = _snapshot_ids_of(session_id)
-                session.delete()
-                orphans = _unreferenced(snapshot_ids)
-                if orphans:
-                    result.snapshots_deleted += FileSnapshot.objects.filter(id__in=orphans).delete()[0]
+            # Checked again in every transaction: a sample approved meanwhile keeps the session.
+            snapshots = _delete_session(session_id, old.exclude(approved), batch)
         except (ProtectedError, RestrictedError) as exc:
             logger.warning("retention kept session %s: %s", session_id, exc)
             result.sessions_failed += 1
             continue
+        if snapshots is None:
+            continue
+        result.snapshots_deleted += snapshots
         result.sessions_deleted += 1
         result.deleted_ids.append(session_id)
     if ids:
