@@ -10,7 +10,8 @@ workspace and a child process of its own:
    The same with no LLM configured (the offline heuristic gate).
 2. One real worker: N turns are enqueued with ``run_gate.delay`` while no worker runs; then one
    ``celery worker -c 1`` starts and drains them; decisions/s = (N − 1) / (last − first decision's
-   ``created_at``), so worker start-up is not counted.
+   ``created_at``), so worker start-up is not counted. Then the same with ``-c 2``, the worker that
+   ``make run`` starts (one worker, two prefork processes).
 Targets (issue 4): overhead < 10 ms per decision, >= 100 decisions/s per worker.
 
 Usage: python benchmarks/gate.py [--quick] [--no-postgres]
@@ -34,6 +35,8 @@ from benchmarks._harness import BENCH_REDIS_URL, PG_URL, PYTHON, ROOT, machine, 
 
 # The worker's pool: prefork, as `make run` starts it (BENCH_WORKER_POOL=solo|threads to compare).
 POOL = os.environ.get("BENCH_WORKER_POOL", "prefork")
+# One pool process, then the worker `make run` starts (WORKER_CONCURRENCY in the Makefile).
+WORKER_CONCURRENCIES = (1, 2)
 CONTEXT = [("user" if i % 2 == 0 else "agent", f"context message {i} " * 8) for i in range(10)]
 REPLIES = [
     {"decision": "NO_WRITE", "reason": "Small talk.", "candidate_fact": None, "confidence": 0.9},
@@ -143,51 +146,49 @@ def child(database: str, turns: int, worker_turns: int) -> dict:
             "load_avg": os.getloadavg()[0],
         }
 
-    rows = [in_process(make_turns(turns, "llm"), "LLM (fake, instant)")]
-    settings.LLM_BASE_URL = ""
-    rows.append(in_process(make_turns(turns, "off"), "offline heuristic"))
-    settings.LLM_BASE_URL = fake.base_url
+    log_tails: list[str] = []
 
-    # One real worker draining a queue filled beforehand.
-    ids = make_turns(worker_turns, "wrk")
-    for turn_id in ids:
-        run_gate.delay(turn_id)
-    connection.close()
-    log_path = Path(settings.WORKSPACE_DIR) / "worker.log"
-    env = dict(os.environ)
-    with log_path.open("wb") as log:
-        worker = subprocess.Popen(
-            [PYTHON, "-m", "celery", "-A", "reflection_site", "worker", "-Q", "celery", "-c", "1", "-P", POOL,
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        try:
-            import psutil
+    def drain_with_worker(ids: list[str], concurrency: int) -> dict:
+        for turn_id in ids:
+            run_gate.delay(turn_id)
+        connection.close()
+        log_path = Path(settings.WORKSPACE_DIR) / "worker.log"
+        env = dict(os.environ)
+        with log_path.open("wb") as log:
+            worker = subprocess.Popen(
+                [PYTHON, "-m", "celery", "-A", "reflection_site", "worker", "-Q", "celery", "-c", str(concurrency), "-P", POOL,
+                 "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING"],
+                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+            try:
+                import psutil
 
-            def worker_cpu() -> float:
-                # The worker's processes, its pool child included.
-                root = psutil.Process(worker.pid)
-                return sum(sum(p.cpu_times()[:2]) for p in [root, *root.children(recursive=True)])
+                def worker_cpu() -> float:
+                    # The worker's processes, its pool child included.
+                    root = psutil.Process(worker.pid)
+                    return sum(sum(p.cpu_times()[:2]) for p in [root, *root.children(recursive=True)])
 
-            deadline = time.monotonic() + 300
-            done, first_done, first_cpu = 0, None, 0.0
-            while time.monotonic() < deadline:
-                done = MemoryGateDecision.objects.filter(turn_id__in=ids).count()
-                if first_done is None and done:
-                    first_done, first_cpu = done, worker_cpu()  # Start-up is over.
-                if done >= len(ids):
-                    break
-                time.sleep(0.05)
-            cpu_per_decision = (worker_cpu() - first_cpu) / max(done - (first_done or 0), 1)
-        finally:
-            worker.terminate()
-            worker.wait(timeout=30)
-    times = sorted(MemoryGateDecision.objects.filter(turn_id__in=ids).values_list("created_at", flat=True))
-    span = (times[-1] - times[0]).total_seconds() if len(times) > 1 else float("nan")
-    rows.append(
-        {
+                deadline = time.monotonic() + 300
+                done, first_done, first_cpu = 0, None, 0.0
+                while time.monotonic() < deadline:
+                    done = MemoryGateDecision.objects.filter(turn_id__in=ids).count()
+                    if first_done is None and done:
+                        first_done, first_cpu = done, worker_cpu()  # Start-up is over.
+                    if done >= len(ids):
+                        break
+                    time.sleep(0.05)
+                cpu_per_decision = (worker_cpu() - first_cpu) / max(done - (first_done or 0), 1)
+            finally:
+                worker.terminate()
+                worker.wait(timeout=30)
+        times = sorted(MemoryGateDecision.objects.filter(turn_id__in=ids).values_list("created_at", flat=True))
+        span = (times[-1] - times[0]).total_seconds() if len(times) > 1 else float("nan")
+        if len(times) < len(ids):
+            log_tails.append(log_path.read_text(errors="replace")[-1500:])
+        processes = "1 worker process" if concurrency == 1 else f"1 worker, {concurrency} processes (make run)"
+        return {
             "database": database,
-            "gate": f"LLM (fake), 1 worker process ({POOL}, -c 1)",
+            "gate": f"LLM (fake), {processes} ({POOL}, -c {concurrency})",
             "decisions": len(times),
             "decisions_per_s": round((len(times) - 1) / span, 1) if span else float("nan"),
             "wall_p50_ms": "",
@@ -197,11 +198,19 @@ def child(database: str, turns: int, worker_turns: int) -> dict:
             "overhead_cpu_mean_ms": f"worker CPU {round(cpu_per_decision * 1000, 2)} ms/decision",
             "load_avg": os.getloadavg()[0],
         }
-    )
+
+    rows = [in_process(make_turns(turns, "llm"), "LLM (fake, instant)")]
+    settings.LLM_BASE_URL = ""
+    rows.append(in_process(make_turns(turns, "off"), "offline heuristic"))
+    settings.LLM_BASE_URL = fake.base_url
+
+    # One real worker draining a queue filled beforehand: one pool process, then the worker `make run` starts.
+    for concurrency in WORKER_CONCURRENCIES:
+        rows.append(drain_with_worker(make_turns(worker_turns, f"wrk{concurrency}-"), concurrency))
     fake.stop()
     return {
         "rows": rows,
-        "worker_log_tail": log_path.read_text(errors="replace")[-1500:] if len(times) < len(ids) else "",
+        "worker_log_tail": "\n".join(log_tails),
     }
 
 
