@@ -1,6 +1,8 @@
-"""Issue 9: the nightly conversation export reads driver rows in keyset pages (``retention._records_of``); its
-lines are, byte for byte, the ones the model-instance path (``turn_record`` over ``_turns_of``, the export before
-issue 9) writes, across page boundaries, turns of equal ``created_at`` included, on SQLite and PostgreSQL."""
+"""Issue 9: the nightly conversation export reads driver rows in keyset pages (``retention._records_of``) and
+writes them with orjson. Its records are those of the model-instance path (``turn_record`` over ``_turns_of``, the
+export before issue 9), key order included, across page boundaries, turns of equal ``created_at`` included, on
+SQLite and PostgreSQL; its lines hold the old lines' values (``json.dumps(record, ensure_ascii=False)``), written
+without a space after ``,`` and ``:`` and with orjson's notation of floats (0.00001, not 1e-05)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import datetime as dt
 import json
 from typing import Any
 
+import orjson
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -15,7 +18,7 @@ from django.utils import timezone
 
 from dataset_app import retention
 from sessions_app.management.commands.seed_scale import seed
-from sessions_app.models import ConversationTurn, MemoryGateDecision
+from sessions_app.models import ConversationContext, ConversationTurn, MemoryGateDecision
 
 pytestmark = pytest.mark.django_db
 
@@ -39,6 +42,11 @@ def one_day() -> list[str]:
         feedback_json={"rating": "down", "reason": "Никогда emoji 👍"},
     )
     ConversationTurn.objects.filter(id=ids[2]).update(user_metadata=[], feedback_json={})
+    # Fractions of a second that a database prints shorter (PostgreSQL drops trailing zeros): .5, .986, .00012,
+    # none.
+    for k, micro in enumerate((500_000, 986_000, 120, 0)):
+        ConversationContext.objects.filter(turn_id=ids[6 + k]).update(timestamp=start.replace(microsecond=micro))
+        MemoryGateDecision.objects.filter(turn_id=ids[6 + k]).update(created_at=start.replace(microsecond=micro))
     # A second gate run on one turn: both decisions, in run order.
     first = MemoryGateDecision.objects.filter(turn_id=ids[4]).get()
     MemoryGateDecision.objects.create(
@@ -82,10 +90,27 @@ def test_a_page_costs_four_queries_whatever_its_rows(one_day: list[str]) -> None
 
 def test_the_export_file_holds_the_model_paths_lines(one_day: list[str], settings: Any, tmp_path: Any) -> None:
     settings.DATASET_EXPORT_DIR = str(tmp_path)
-    expected = [json.dumps(record, ensure_ascii=False) for record in _model_path()]
+    before = [json.dumps(record, ensure_ascii=False) for record in _model_path()]
 
     result = retention.export_conversations(DAY)
 
     assert result.turns == 40
-    # Lines end at "\n" only (a U+2028 in a message stays raw, as json.dumps leaves it).
-    assert result.path.read_bytes().decode("utf-8").split("\n") == [*expected, ""]
+    # Lines end at "\n" only (a U+2028 in a message stays raw, in both encoders).
+    lines = result.path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and len(lines) == 41
+    assert lines[:-1] == [orjson.dumps(record) for record in _model_path()]
+    # The lines before orjson, from these: the same values in the same key order. What differs is the form:
+    # no space after "," and ":", and a float such as 1e-05 written 0.00001.
+    assert [json.dumps(json.loads(line), ensure_ascii=False) for line in lines[:-1]] == before
+    assert b'"metadata":{"z\xc3\xa9":[1,2.5,null,0.00001],' in lines[1]
+
+
+def test_an_integer_orjson_cannot_encode_is_written_by_json(one_day: list[str], settings: Any, tmp_path: Any) -> None:
+    settings.DATASET_EXPORT_DIR = str(tmp_path)
+    ConversationTurn.objects.filter(id=one_day[0]).update(user_metadata={"big": 2**70})
+
+    result = retention.export_conversations(DAY)
+
+    first = json.loads(result.path.read_bytes().split(b"\n")[0])
+    assert first["user_message"]["metadata"] == {"big": 2**70}
+    assert result.turns == 40
