@@ -7,6 +7,7 @@ from __future__ import annotations
 from http import HTTPStatus
 
 import pytest
+from django.db import connection
 
 from reflection_site.models import ApiKey
 from sessions_app.gate import sweep_pending_turns
@@ -104,3 +105,25 @@ def test_a_worker_killed_mid_call_loses_no_turn_and_decides_it_once(client, fake
     decision = wait_until(lambda: _decision(body["id"]), timeout=60, message="the swept turn's decision")
     assert decision.decision == "UPDATE_USER", second.log()[-3000:]
     assert MemoryGateDecision.objects.filter(turn_id=body["id"]).count() == 1
+
+
+def test_a_worker_whose_database_connection_died_reconnects_for_the_next_turn(client, make_worker, settings):
+    # The worker keeps its connection between tasks (CELERY_DB_REUSE_MAX): a connection the database dropped
+    # (a restart, a failover, an idle timeout) must fail its health check before the next task, not the task.
+    settings.LLM_BASE_URL = ""
+    worker = make_worker().start()
+    first = client.post("/api/v1/turns", turn_payload(user="I prefer tea.", turn_number=1)).json()
+    wait_until(lambda: _decision(first["id"]), timeout=60, message="the first decision")
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        assert cursor.fetchall(), "the worker holds no connection to terminate"
+
+    second = client.post("/api/v1/turns", turn_payload(user="I prefer green tea.", turn_number=2)).json()
+    decision = wait_until(lambda: _decision(second["id"]), timeout=60, message="the worker to reconnect and decide")
+    assert decision.decision == "UPDATE_USER", worker.log()[-3000:]
+    turn = ConversationTurn.objects.get(id=second["id"])
+    assert (turn.gate_status, turn.gate_attempts) == (GateStatus.DONE, 1)
