@@ -8,21 +8,65 @@ while a short fixed interval costs an idle worker 5 % of a core. This transport 
 ``busy_polling_interval`` for ``busy_window`` seconds after it last delivered a message, and the usual
 ``polling_interval`` once the queue has been quiet that long: a busy worker takes the next task within a
 few milliseconds, an idle one costs what it did.
+
+Its channel also lists the queue folder once per batch instead of once per message: kombu's lists and sorts
+the whole folder for every message it takes, which made draining a backlog of n messages cost n² (a worker
+catching up on 500 turns spent more time listing than deciding).
 """
 
 from __future__ import annotations
 
+import os
+from collections import deque
 from queue import Empty  # What kombu's virtual transport raises when no queue gave a message.
 from time import monotonic, sleep
 from typing import Any
 
+from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
+from kombu.utils.encoding import bytes_to_str
+from kombu.utils.json import loads
+
+
+class FilesystemChannel(filesystem.Channel):
+    """kombu's filesystem channel, taking messages from one listing of the folder until it runs out."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._listed: dict[str, deque[str]] = {}
+
+    def _get(self, queue: str) -> dict[str, Any]:
+        """The oldest message of ``queue`` (file names start with the time they were written), as kombu's."""
+        pending = self._listed.get(queue)
+        if not pending:
+            wanted = f"{queue}.msg"
+            names = (name for name in os.listdir(self.data_folder_in) if name.partition(".")[2] == wanted)
+            pending = self._listed[queue] = deque(sorted(names))
+        while pending:
+            filename = pending.popleft()
+            taken = os.path.join(self.processed_folder, filename)
+            try:
+                # Taking the file is renaming it out of the queue folder (the processed folder is on the same
+                # file system); a name another consumer took first is simply gone.
+                os.rename(os.path.join(self.data_folder_in, filename), taken)
+            except OSError:
+                continue
+            try:
+                with open(taken, "rb") as message:
+                    payload = message.read()
+                if not self.store_processed:
+                    os.remove(taken)
+            except OSError as exc:
+                raise ChannelError(f"Cannot read file {taken!r} from queue.") from exc
+            return loads(bytes_to_str(payload))
+        raise Empty()
 
 
 class FilesystemTransport(filesystem.Transport):
     """kombu's filesystem transport with an adaptive poll (transport options ``busy_polling_interval``,
     ``busy_window``)."""
 
+    Channel = FilesystemChannel
     default_busy_polling_interval = 0.002
     default_busy_window = 1.0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from pathlib import Path
@@ -92,3 +93,91 @@ def test_a_worker_keeps_a_healthy_connection_between_tasks_and_drops_an_expired_
         connection.close_at = time.monotonic() - 1  # Older than CONN_MAX_AGE.
         task_prerun.send(sender=None, task_id="t2", task=None, args=(), kwargs={})
         assert close.call_count == 1
+
+
+def _queue() -> Queue:
+    return Queue("q", Exchange("q", type="direct"), routing_key="q")
+
+
+def _drain(conn: Connection, count: int) -> list[Any]:
+    received: list[Any] = []
+    with conn.Consumer(_queue(), callbacks=[lambda body, message: (received.append(body), message.ack())]):
+        while len(received) < count:
+            conn.drain_events(timeout=2)
+    return received
+
+
+def test_a_backlog_is_taken_in_order_from_one_listing_of_the_folder(tmp_path: Path) -> None:
+    with _connection(tmp_path) as conn:
+        producer = conn.Producer()
+        for n in range(30):
+            producer.publish({"n": n}, exchange=_queue().exchange, routing_key="q", declare=[_queue()])
+            time.sleep(0.002)  # File names start with the time in ms: one per ms keeps the order visible.
+        with mock.patch("reflection_site.broker.os.listdir", wraps=os.listdir) as listdir:
+            received = _drain(conn, 30)
+    assert [body["n"] for body in received] == list(range(30))
+    # kombu itself lists the folder once to declare the queue (its size); kombu's channel listed it 30 times.
+    assert listdir.call_count == 2
+    assert not list((tmp_path / "queue").glob("*.msg")) and not list((tmp_path / "processed").iterdir())
+
+
+def test_a_message_another_consumer_took_is_skipped_and_a_later_one_is_found(tmp_path: Path) -> None:
+    with _connection(tmp_path) as conn:
+        producer = conn.Producer()
+        for n in range(3):
+            producer.publish({"n": n}, exchange=_queue().exchange, routing_key="q", declare=[_queue()])
+            time.sleep(0.002)
+        assert _drain(conn, 1) == [{"n": 0}]  # Lists the folder: messages 1 and 2 are now known.
+        oldest = sorted((tmp_path / "queue").glob("*.msg"))[0]
+        oldest.unlink()  # Another worker took message 1.
+        producer.publish({"n": 3}, exchange=_queue().exchange, routing_key="q", declare=[_queue()])
+        assert _drain(conn, 2) == [{"n": 2}, {"n": 3}]
+
+
+_QUEUE_TURNS = """
+from django.utils import timezone
+from sessions_app.models import ConversationSession, ConversationTurn
+from sessions_app.tasks import run_gate
+ConversationSession.objects.create(id="channel:fs:1", channel_id="fs")
+for n in range(1, 41):
+    turn = ConversationTurn.objects.create(
+        session_id="channel:fs:1", turn_number=n, user_message_content=f"I prefer tea number {n}.",
+        agent_message_content="Noted.", gate_enqueued_at=timezone.now(),
+    )
+    run_gate.delay(turn.id)
+"""
+
+
+def test_a_real_prefork_worker_on_the_embedded_broker_decides_a_backlog_once_each(tmp_path: Path) -> None:
+    import sqlite3
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "LLM_BASE_URL"}}
+    env.update(WORKSPACE_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="reflection_site.settings", LOG_LEVEL="WARNING")
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "--noinput", "-v0"], cwd=root, env=env, check=True)
+    subprocess.run([*manage, "shell", "-c", _QUEUE_TURNS], cwd=root, env=env, check=True)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "reflection_site", "worker", "-Q", "celery", "-c", "2",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING"],
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    db = tmp_path / ".openclaw-reflection" / "reflection.db"
+    try:
+        deadline = time.monotonic() + 90
+        rows: list[tuple[str, int]] = []
+        while time.monotonic() < deadline:
+            with sqlite3.connect(db, timeout=5) as conn:
+                rows = conn.execute("SELECT turn_id, run_number FROM memory_gate_decisions").fetchall()
+            if len(rows) >= 40:
+                break
+            time.sleep(0.2)
+    finally:
+        worker.terminate()
+        output = worker.communicate(timeout=30)[0].decode(errors="replace")
+    assert len(rows) == 40, output[-3000:]
+    assert len(set(rows)) == 40  # Each turn decided once.
+    queue = tmp_path / ".openclaw-reflection" / "broker" / "queue"
+    assert not list(queue.glob("*.celery.msg"))  # (The guardian queue is not consumed by this worker.)
