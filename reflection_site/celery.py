@@ -20,10 +20,13 @@ logger = logging.getLogger(__name__)
 
 
 @task_prerun.connect
-def _close_old_connections(**kwargs: Any) -> None:
-    """Before each task, what Django does before each request: drop a connection that is broken (an error
-    since its last use, or a failed health check on PostgreSQL) or older than CONN_MAX_AGE, and keep the rest
-    (CELERY_DB_REUSE_MAX stops Celery's fix-up from closing every connection around every task)."""
+def _close_old_connections(task: Any = None, **kwargs: Any) -> None:
+    """Before each task a worker runs, what Django does before each request: drop a connection that is broken (an
+    error since its last use, or a failed health check on PostgreSQL) or older than CONN_MAX_AGE, and keep the
+    rest (CELERY_DB_REUSE_MAX stops Celery's fix-up from closing every connection around every task). Not for a
+    task run eagerly in the caller's process, which may be inside a transaction."""
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
     from django.db import close_old_connections
 
     close_old_connections()

@@ -78,6 +78,19 @@ def test_a_message_published_while_the_worker_sleeps_is_taken(tmp_path: Path) ->
     assert received == [{"n": 2}]
 
 
+@pytest.mark.django_db
+def test_a_task_run_eagerly_inside_a_transaction_keeps_its_connection() -> None:
+    from reflection_site.celery import app
+
+    @app.task(name="tests.eager_probe")
+    def probe() -> int:
+        return 7
+
+    with mock.patch.object(type(connections["default"]), "close") as close:
+        assert probe.apply().get() == 7
+    assert close.call_count == 0
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_keeps_a_healthy_connection_between_tasks_and_drops_an_expired_one() -> None:
     from reflection_site.celery import app
