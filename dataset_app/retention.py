@@ -413,12 +413,14 @@ def export_conversations(day: dt.date | None = None) -> ConversationExport:
     try:
         with open(part, "wb") as fh:
             buffer: list[bytes] = []
-            for record in _records_of(day):
-                buffer.append(_line(record))
-                count += 1
-                if len(buffer) >= 500:
-                    fh.write(b"\n".join(buffer) + b"\n")
-                    buffer.clear()
+            # On this thread's connection too: what it had mapped is released (the pages are read on another).
+            with reading_without_mmap():
+                for record in _records_of(day):
+                    buffer.append(_line(record))
+                    count += 1
+                    if len(buffer) >= 500:
+                        fh.write(b"\n".join(buffer) + b"\n")
+                        buffer.clear()
             if buffer:
                 fh.write(b"\n".join(buffer) + b"\n")
             fh.flush()
