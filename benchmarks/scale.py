@@ -19,7 +19,7 @@ in a child process on that database (so that peak RSS is that section's own):
   seeded database (a file copy on SQLite, ``CREATE DATABASE … TEMPLATE`` on PostgreSQL), dropped afterwards;
 - rollback: ``rollback_write`` of a fresh write to a 100 KB USER.md (the file of the data set with thousands of
   versions; the offline guardian), p50/p95 over ``--repeat`` rollbacks;
-- ingest: 100 turns through ``ingest_turn`` into new sessions, turns/s, alternately on an empty database and on
+- ingest: ``--repeat`` × 50 turns (1,000) through ``ingest_turn`` into new sessions, turns/s, alternately on an empty database and on
   the seeded one, three times each (same run, same load): the ratio is the slowdown at size.
 
 The seed (``seed_scale``) rolls the gate statistics up as the hourly beat task would have, so the gate stats
@@ -346,6 +346,7 @@ def child_rollback(repeat: int) -> dict:
 
 
 def child_ingest(repeat: int) -> dict:
+    """``repeat`` × 50 turns (1,000 by default: 100 took a third of a second, shorter than the machine's noise)."""
     from sessions_app.ingest import ingest_turn
     from sessions_app.schemas import TurnIn
 
@@ -357,7 +358,7 @@ def child_ingest(repeat: int) -> dict:
             agent_reply={"content": "Noted."},
             context=[{"role": "user", "message": "Hi", "timestamp": 1_700_000_000_000}],
         )
-        for i in range(100)
+        for i in range(repeat * 50)
     ]
     t0 = time.perf_counter()
     for payload in payloads:
