@@ -24,6 +24,15 @@ from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, dashboard_figure
 CHART_DAYS = 30
 # The learning events changelist's chart and figures (reflection_site.admin.dashboard_figures).
 DASHBOARD = "learning-events"
+# One colour per series, readable on white and in the admin's dark mode.
+SERIES: dict[str, tuple[str, str]] = {
+    "accepted": ("accepted", "#10b981"),
+    "rejected": ("rejected", "#9aa5b1"),
+    "conflict": ("conflict", "#f59e0b"),
+    "expired": ("expired / archived", "#8b5cf6"),
+    "rate_limited": ("rate-limited", "#ef4444"),
+    "errors": ("errors (failed open)", "#7f1d1d"),
+}
 
 
 def _n(value: float) -> str:
@@ -119,17 +128,6 @@ def learning_dashboard() -> dict[str, Any]:
         "learning_series": [(key, label, metrics[key], metrics["shadow"][key]) for key, (label, _) in SERIES.items()],
         "learning_hit_rate": "–" if metrics["hit_rate"] is None else f"{metrics['hit_rate']:.0%}",
     }
-
-
-# One colour per series, readable on white and in the admin's dark mode.
-SERIES: dict[str, tuple[str, str]] = {
-    "accepted": ("accepted", "#10b981"),
-    "rejected": ("rejected", "#9aa5b1"),
-    "conflict": ("conflict", "#f59e0b"),
-    "expired": ("expired / archived", "#8b5cf6"),
-    "rate_limited": ("rate-limited", "#ef4444"),
-    "errors": ("errors (failed open)", "#7f1d1d"),
-}
 
 
 def _admin_link(viewname: str, args: list[Any] | None = None, query: str = "") -> str | None:

@@ -92,16 +92,20 @@ def dashboard_figures(name: str, compute: Callable[[], dict[str, Any]]) -> dict[
     samples' changelist at 1M turns on SQLite). The figures are computed at most once every ``DASHBOARD_TTL``
     seconds for every admin user and process (Django's cache), and the page says how old they are. A cache that
     fails is bypassed (the figures are computed for this request)."""
-    if DASHBOARD_TTL <= 0:
+
+    def fresh() -> dict[str, Any]:
         return {**compute(), "dashboard_as_of": timezone.now()}
+
+    if DASHBOARD_TTL <= 0:
+        return fresh()
     key = _dashboard_key(name)
     try:
         figures = cache.get(key)
     except Exception as exc:  # noqa: BLE001 - a cache outage must not take the admin page down
         logger.warning("admin dashboard %s: cache unavailable: %s", name, exc)
-        return {**compute(), "dashboard_as_of": timezone.now()}
+        return fresh()
     if figures is None:
-        figures = {**compute(), "dashboard_as_of": timezone.now()}
+        figures = fresh()
         try:
             cache.set(key, figures, DASHBOARD_TTL)
         except Exception as exc:  # noqa: BLE001

@@ -11,7 +11,7 @@ from http import HTTPStatus
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
@@ -61,21 +61,13 @@ class ApiKey(HttpBearer):
         return key
 
 
-def _active_key(prefix: str) -> ApiKeyModel | None:
-    """The unrevoked key with this prefix. Every API request asks, so the statement is written once rather than
-    compiled by the ORM each time (0.35 -> 0.07 ms a request)."""
-    quote = connection.ops.quote_name
-    sql = f"SELECT * FROM {quote(ApiKeyModel._meta.db_table)} WHERE {quote('prefix')} = %s AND {quote('revoked_at')} IS NULL"
-    return next(iter(ApiKeyModel.objects.raw(sql, [prefix])), None)
-
-
 def authenticate_key(token: str) -> ApiKeyModel | None:
     import hmac
 
     prefix = ApiKeyModel.prefix_of(token)
     if prefix is None:
         return None
-    key = _active_key(prefix)
+    key = ApiKeyModel.objects.active_with_prefix(prefix)
     if key is None or not hmac.compare_digest(key.key_hash, ApiKeyModel.hash_key(token)):
         return None
     now = timezone.now()

@@ -47,9 +47,9 @@ class FilesystemChannel(filesystem.Channel):
             taken = os.path.join(self.processed_folder, filename)
             try:
                 # Taking the file is renaming it out of the queue folder (the processed folder is on the same
-                # file system); a name another consumer took first is simply gone.
+                # file system; any other failure is raised, not skipped); a file another consumer took is gone.
                 os.rename(os.path.join(self.data_folder_in, filename), taken)
-            except OSError:
+            except FileNotFoundError:
                 continue
             try:
                 with open(taken, "rb") as message:

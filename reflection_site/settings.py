@@ -168,7 +168,6 @@ if not REDIS_URL:
         # message it looks every CELERY_BROKER_BUSY_POLLING_INTERVAL_S instead (reflection_site/broker.py).
         "polling_interval": env.float("CELERY_BROKER_POLLING_INTERVAL_S", default=0.02),
         "busy_polling_interval": env.float("CELERY_BROKER_BUSY_POLLING_INTERVAL_S", default=0.002),
-        "busy_window": 1.0,
     }
     CELERY_BROKER_TRANSPORT = "reflection_site.broker:FilesystemTransport"
 else:
