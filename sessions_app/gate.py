@@ -374,12 +374,6 @@ def mark_gate_failed(turn_id: str, *, error: str) -> bool:
     return bool(failed)
 
 
-def _enqueue(turn_id: str) -> None:
-    from sessions_app.tasks import run_gate
-
-    run_gate.delay(turn_id)
-
-
 def sweep_pending_turns(*, grace_s: int | None = None) -> int:
     """Re-enqueue turns still pending ``GATE_SWEEP_GRACE_S`` seconds after they were enqueued or last tried.
 
@@ -388,6 +382,8 @@ def sweep_pending_turns(*, grace_s: int | None = None) -> int:
     period at most; a duplicate delivery is harmless (``decide_turn`` claims the turn once). Returns
     the number of turns enqueued; a broker error propagates after the turns already sent.
     """
+    from sessions_app.ingest import enqueue_gate
+
     grace = settings.GATE_SWEEP_GRACE_S if grace_s is None else grace_s
     now = timezone.now()
     cutoff = now - dt.timedelta(seconds=grace)
@@ -404,7 +400,7 @@ def sweep_pending_turns(*, grace_s: int | None = None) -> int:
         )
         if not claimed.update(gate_enqueued_at=now):
             continue  # Decided, or picked up by a worker, since we looked.
-        _enqueue(turn_id)
+        enqueue_gate(turn_id)
         sent += 1
     if sent:
         logger.info("gate sweep: re-enqueued %d pending turn(s)", sent)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import AutoField, Field, Model
 from django.utils import timezone
 
+from reflection_site.celery import HotPublisher
+from reflection_site.ids import new_ulid
+from reflection_site.rows import RowWriter
 from sessions_app.errors import MessageTooLong, TurnConflict
 from sessions_app.models import ConversationContext, ConversationSession, ConversationTurn, GateStatus
 from sessions_app.schemas import TurnIn
@@ -16,11 +20,12 @@ from sessions_app.schemas import TurnIn
 logger = logging.getLogger(__name__)
 
 
-def enqueue_gate(turn_id: str) -> None:
-    """Hand the turn to the gate worker; a dead broker is logged and the sweep enqueues it later."""
-    from sessions_app.tasks import run_gate
+_send_gate = HotPublisher("sessions_app.tasks.run_gate")
 
-    run_gate.delay(turn_id)
+
+def enqueue_gate(turn_id: str) -> None:
+    """Hand the turn to the gate worker (``run_gate``); a dead broker is logged and the sweep enqueues it later."""
+    _send_gate(turn_id)
 
 
 def _check_lengths(payload: TurnIn) -> None:
@@ -112,46 +117,18 @@ def ingest_turn(payload: TurnIn) -> tuple[ConversationTurn, bool]:
     raise AssertionError("unreachable")
 
 
-def _insert_sql(model: type[Model], suffix: str = "") -> tuple[str, list[Field]]:
-    """``INSERT`` of every concrete column of ``model`` (an auto primary key left to the database), plus ``suffix``."""
-    key = (connection.vendor, model, suffix)
-    if key not in _INSERT_SQL:
-        fields = [f for f in model._meta.concrete_fields if not isinstance(f, AutoField)]
-        quote = connection.ops.quote_name
-        columns = ", ".join(quote(f.column) for f in fields)
-        placeholders = ", ".join(["%s"] * len(fields))
-        sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders}){suffix}"
-        _INSERT_SQL[key] = (sql, fields)
-    return _INSERT_SQL[key]
-
-
-_INSERT_SQL: dict[tuple[str, type[Model], str], tuple[str, list[Field]]] = {}
 # Create the session, or bump its last_activity_at (ON CONFLICT reads the same on both databases).
 _SESSION_UPSERT = ' ON CONFLICT ("id") DO UPDATE SET "last_activity_at" = excluded."last_activity_at"'
 
 
-def _insert(objs: list[Model], suffix: str = "") -> None:
-    """Insert model instances with one prepared statement: ``bulk_create`` without the query compiler.
-
-    Ingest is the hottest path of the service and the compiler was most of its cost; the values are
-    prepared by each field exactly as ``save()`` prepares them (``get_db_prep_save``).
-    """
-    sql, fields = _insert_sql(type(objs[0]), suffix)
-    rows = [[f.get_db_prep_save(f.pre_save(obj, add=True), connection) for f in fields] for obj in objs]
-    with connection.cursor() as cursor:
-        if len(rows) == 1:
-            cursor.execute(sql, rows[0])
-        else:
-            cursor.executemany(sql, rows)
-
-
-def _upsert_session(session: ConversationSession) -> None:
-    _insert([session], _SESSION_UPSERT)
+def _upsert_session(session: Mapping[str, Any]) -> None:
+    writer = RowWriter.of(ConversationSession, _SESSION_UPSERT)
+    writer.insert([writer.prepare_mapping(session)])
     if connection.features.has_select_for_update:
         # Serialises turn numbering within a session on PostgreSQL; SQLite's IMMEDIATE lock already does.
         table = connection.ops.quote_name(ConversationSession._meta.db_table)
         with connection.cursor() as cursor:
-            cursor.execute(f'SELECT 1 FROM {table} WHERE "id" = %s FOR UPDATE', [session.id])
+            cursor.execute(f'SELECT 1 FROM {table} WHERE "id" = %s FOR UPDATE', [session["id"]])
 
 
 def _next_turn_number(session_id: str) -> int:
@@ -163,55 +140,63 @@ def _next_turn_number(session_id: str) -> int:
 
 
 def _ingest_once(payload: TurnIn) -> tuple[ConversationTurn, bool]:
+    """One attempt, in one transaction. The rows are prepared before it begins (SQLite's write lock is held from
+    its first statement to the commit) and inserted by ``RowWriter``: ingest is the hottest path of the service,
+    and the ORM's query compiler and a model instance per context row were most of its cost."""
     now = timezone.now()
-    created_at = payload.created_at or now
     gate_on = settings.MEMORY_GATE_ENABLED
-    with transaction.atomic():
-        session_in = payload.session
-        _upsert_session(
-            ConversationSession(
-                id=session_in.id,
-                channel_id=session_in.channel_id,
-                conversation_target=session_in.conversation_target,
-                account_id=session_in.account_id,
-                metadata=session_in.metadata,
-                created_at=now,
-                last_activity_at=now,
-            )
+    session_in, user, agent = payload.session, payload.user_message, payload.agent_reply
+    session = {
+        "id": session_in.id,
+        "channel_id": session_in.channel_id,
+        "conversation_target": session_in.conversation_target,
+        "account_id": session_in.account_id,
+        "metadata": session_in.metadata,
+        "created_at": now,
+        "last_activity_at": now,
+    }
+    turn_values = {
+        "id": new_ulid(),
+        "session_id": session_in.id,
+        "turn_number": payload.turn_number,
+        "user_message_id": user.id,
+        "user_message_content": user.content,
+        "user_from": user.from_,
+        "user_metadata": user.metadata,
+        "agent_message_id": agent.id,
+        "agent_message_content": agent.content,
+        "agent_metadata": agent.metadata,
+        "created_at": payload.created_at or now,
+        "gate_status": GateStatus.PENDING if gate_on else GateStatus.DISABLED,
+        "gate_enqueued_at": now if gate_on else None,
+    }
+    context_writer = RowWriter.of(ConversationContext)
+    context_rows = [
+        context_writer.prepare_mapping(
+            {
+                "turn_id": turn_values["id"],
+                "role": item.role,
+                "message": item.message,
+                "timestamp": item.timestamp,
+                "sequence_number": position,
+            }
         )
+        for position, item in enumerate(payload.context)
+    ]
+    turn_writer = RowWriter.of(ConversationTurn)
+    with transaction.atomic():
+        _upsert_session(session)
         existing = _existing_turn(session_in.id, payload)
         if existing is not None:
             return _resolve_existing(existing, payload), False
-
-        turn = ConversationTurn(
-            session_id=session_in.id,
-            turn_number=payload.turn_number or _next_turn_number(session_in.id),
-            user_message_id=payload.user_message.id,
-            user_message_content=payload.user_message.content,
-            user_from=payload.user_message.from_,
-            user_metadata=payload.user_message.metadata,
-            agent_message_id=payload.agent_reply.id,
-            agent_message_content=payload.agent_reply.content,
-            agent_metadata=payload.agent_reply.metadata,
-            created_at=created_at,
-            gate_status=GateStatus.PENDING if gate_on else GateStatus.DISABLED,
-            gate_enqueued_at=now if gate_on else None,
-        )
-        _insert([turn])
-        turn._state.adding = False
-        if payload.context:
-            _insert(
-                [
-                    ConversationContext(
-                        turn=turn,
-                        role=item.role,
-                        message=item.message,
-                        timestamp=item.timestamp,
-                        sequence_number=position,
-                    )
-                    for position, item in enumerate(payload.context)
-                ]
-            )
+        if turn_values["turn_number"] is None:
+            turn_values["turn_number"] = _next_turn_number(session_in.id)
+        turn_row = turn_writer.prepare_mapping(turn_values)
+        turn_writer.insert([turn_row])
+        if context_rows:
+            context_writer.insert(context_rows)
+        turn = ConversationTurn(**turn_values)
+        turn._state.adding, turn._state.db = False, connection.alias
         if gate_on:
             # A lambda, not functools.partial: Django 5.2 names a failed robust callback by its __qualname__,
             # which a partial lacks, and that turned a dead broker into a 500 (Django ticket #36487).

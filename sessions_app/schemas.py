@@ -6,7 +6,14 @@ import datetime as dt
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
-from pydantic import BeforeValidator, SerializerFunctionWrapHandler, WithJsonSchema, field_validator, model_serializer
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    SerializerFunctionWrapHandler,
+    WithJsonSchema,
+    field_validator,
+    model_serializer,
+)
 
 from sessions_app.models import ConversationContext, ConversationTurn, Decision, MemoryGateDecision
 
@@ -65,7 +72,10 @@ _PLAIN_TEXT = {"pattern": r"^[^\x00-\x1f\x7f]*$"}
 _PATH_SEGMENT = {"pattern": r"^[^\s\x00-\x1f\x7f/]([^\x00-\x1f\x7f/]*[^\s\x00-\x1f\x7f/])?$"}
 
 
-class SessionIn(Schema):
+# The ingest body's shapes are plain pydantic models: ninja's Schema (made to read ORM objects) validates through a
+# Python wrapper that reads every field of every nested model one attribute at a time, 5 % of a turn's CPU. The
+# OpenAPI schema is the same either way.
+class SessionIn(BaseModel):
     id: str = Field(
         ...,
         min_length=1,
@@ -89,26 +99,26 @@ class SessionIn(Schema):
     _clean = field_validator("channel_id", "conversation_target", "account_id")(_no_control)
 
 
-class UserMessageIn(Schema):
+class UserMessageIn(BaseModel):
     id: str | None = Field(None, min_length=1, max_length=255)
     content: str = Field(..., min_length=1)
     from_: str | None = Field(None, alias="from", max_length=255)
     metadata: dict[str, Any] | None = None
 
 
-class AgentReplyIn(Schema):
+class AgentReplyIn(BaseModel):
     id: str | None = Field(None, min_length=1, max_length=255)
     content: str
     metadata: dict[str, Any] | None = None
 
 
-class ContextItemIn(Schema):
+class ContextItemIn(BaseModel):
     role: Literal["user", "agent"]
     message: str
     timestamp: Timestamp
 
 
-class TurnIn(Schema):
+class TurnIn(BaseModel):
     session: SessionIn
     turn_number: int | None = Field(None, ge=1, le=2_000_000_000)
     user_message: UserMessageIn

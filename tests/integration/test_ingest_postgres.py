@@ -12,6 +12,7 @@ from reflection_site.models import ApiKey
 from sessions_app.models import ConversationTurn, GateStatus
 from tests.conftest import ApiClient, turn_payload
 from tests.reflection_site.test_auth_and_errors import *  # noqa: F403  (re-run on PostgreSQL)
+from tests.reflection_site.test_rows import *  # noqa: F403
 from tests.services import wait_until
 from tests.sessions_app.test_api_reads import *  # noqa: F403
 from tests.sessions_app.test_ingest import *  # noqa: F403

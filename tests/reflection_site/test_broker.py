@@ -149,6 +149,7 @@ def test_a_message_another_consumer_took_is_skipped_and_a_later_one_is_found(tmp
 
 _QUEUE_TURNS = """
 from django.utils import timezone
+from sessions_app.ingest import enqueue_gate
 from sessions_app.models import ConversationSession, ConversationTurn
 from sessions_app.tasks import run_gate
 ConversationSession.objects.create(id="channel:fs:1", channel_id="fs")
@@ -157,7 +158,8 @@ for n in range(1, 41):
         session_id="channel:fs:1", turn_number=n, user_message_content=f"I prefer tea number {n}.",
         agent_message_content="Noted.", gate_enqueued_at=timezone.now(),
     )
-    run_gate.delay(turn.id)
+    # Half as Celery's delay() sends them, half as ingest does (HotPublisher).
+    (run_gate.delay if n % 2 else enqueue_gate)(turn.id)
 """
 
 
@@ -194,3 +196,83 @@ def test_a_real_prefork_worker_on_the_embedded_broker_decides_a_backlog_once_eac
     assert len(set(rows)) == 40  # Each turn decided once.
     queue = tmp_path / ".openclaw-reflection" / "broker" / "queue"
     assert not list(queue.glob("*.celery.msg"))  # (The guardian queue is not consumed by this worker.)
+
+
+# --- HotPublisher: ingest's gate hand-off ------------------------------------------------------------------------
+
+
+def _messages(folder: Path) -> list[dict[str, Any]]:
+    import json
+    import re
+
+    found = []
+    for path in sorted(folder.glob("*.msg")):
+        # Ids are new for every message; everything else must be the same.
+        found.append(
+            json.loads(
+                re.sub(r'"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"', '"<id>"', path.read_text())
+            )
+        )
+        path.unlink()
+    return found
+
+
+def test_the_hot_publisher_sends_the_message_delay_sends(tmp_path: Path) -> None:
+    from reflection_site.celery import HotPublisher, app
+    from sessions_app.tasks import run_gate
+
+    with _connection(tmp_path) as conn, mock.patch.object(app, "connection_for_write", lambda: conn.clone()):
+        run_gate.apply_async(("01TURN",), connection=conn)
+        [expected] = _messages(tmp_path / "queue")
+        task_id = HotPublisher("sessions_app.tasks.run_gate")("01TURN")
+        [sent] = _messages(tmp_path / "queue")
+    assert sent == expected
+    assert expected["headers"]["task"] == "sessions_app.tasks.run_gate" and expected["headers"]["timelimit"] != [
+        None,
+        None,
+    ]
+    assert len(task_id) == 36
+
+
+def test_the_hot_publisher_keeps_its_producer_and_replaces_it_after_a_failed_send_or_a_fork(tmp_path: Path) -> None:
+    from reflection_site.celery import HotPublisher, app
+
+    opened: list[Connection] = []
+
+    def connect() -> Connection:
+        opened.append(_connection(tmp_path))
+        return opened[-1]
+
+    publish = HotPublisher("sessions_app.tasks.run_gate")
+    with mock.patch.object(app, "connection_for_write", connect):
+        publish("01A")
+        publish("01B")
+        assert len(opened) == 1  # One connection for every message.
+        with mock.patch.object(app.amqp, "send_task_message", side_effect=OSError("broker went away")):
+            with pytest.raises(OSError):
+                publish("01C")
+        publish("01D")
+        assert len(opened) == 2  # The failed send dropped its producer.
+        with mock.patch("reflection_site.celery.os.getpid", return_value=os.getpid() + 1):
+            publish("01E")  # A forked child must not share its parent's connection.
+        assert len(opened) == 3
+    # (File names start with the time in ms: two messages of the same ms are in either order.)
+    assert sorted(m["headers"]["argsrepr"] for m in _messages(tmp_path / "queue")) == [
+        "('01A',)",
+        "('01B',)",
+        "('01D',)",
+        "('01E',)",
+    ]
+
+
+def test_the_hot_publisher_runs_the_task_in_eager_mode(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reflection_site.celery import HotPublisher
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    ran: list[str] = []
+    monkeypatch.setattr("sessions_app.tasks.decide_turn", ran.append)
+    monkeypatch.setattr(
+        "sessions_app.tasks.ConversationTurn.objects", mock.Mock(**{"filter.return_value.first.return_value": "turn"})
+    )
+    HotPublisher("sessions_app.tasks.run_gate")("01TURN")
+    assert ran == ["turn"]

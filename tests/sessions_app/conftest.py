@@ -45,7 +45,7 @@ def guardian_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The turn ids handed to the gate task (by the sweep, a re-run or ingest), not sent to a broker."""
     sent: list[str] = []
-    monkeypatch.setattr("sessions_app.tasks.run_gate.delay", lambda turn_id: sent.append(turn_id))
+    monkeypatch.setattr("sessions_app.ingest._send_gate", sent.append)
     return sent
 
 

@@ -5,7 +5,8 @@
 Proportions (per turn, as a busy agent produces them): one session per ``--turns-per-session`` turns
 (default 50) across ``--channels`` channels, two context rows per turn, one gate decision per turn (about 20 %
 UPDATE_*), one guardian audit per UPDATE_* decision (so ~200k audits at 1M turns), each with its snapshots and
-a file version when written, one dataset sample per audit-sized fraction (``--sample-ratio`` 0.2: 200k at 1M),
+a file version when written, one dataset sample per audit-sized fraction (``--sample-ratio`` 0.2: 200k at 1M,
+scored by the dataset scorer: ``quality_score`` and ``quality_factors``),
 learning events (``--event-ratio`` 0.05) with memory items and rules. Timestamps spread over ``--days`` days
 ending now, ids are ULIDs of those times (so id order is time order, as in production).
 
@@ -33,6 +34,7 @@ from django.utils import timezone
 from ulid import ULID
 
 from dataset_app.models import DatasetSample
+from dataset_app.scoring import Evidence, QualityWeights, ScoringInput, score_sample
 from guardian_app.models import (
     FileSnapshot,
     FileVersion,
@@ -42,6 +44,7 @@ from guardian_app.models import (
     WorkspaceFile,
     WriteGuardianAudit,
 )
+from reflection_site.rows import RowWriter
 from sessions_app.models import (
     FILE_FOR_DECISION,
     ConversationContext,
@@ -67,6 +70,9 @@ DECISION_WEIGHTS = (
 )
 AUDIT_STATUS_WEIGHTS = (("written", 85), ("refused", 10), ("skipped", 3), ("failed", 1), ("rolled_back", 1))
 SAMPLE_STATUS_WEIGHTS = (("pending", 55), ("approved", 20), ("auto_approved", 5), ("rejected", 8), ("needs_review", 12))
+# What confirmed a guardian sample's label (dataset_app.collect), by audit status; the seed's default weights.
+SAMPLE_EVIDENCE = {"written": Evidence.STOOD, "rolled_back": Evidence.ROLLBACK, "refused": Evidence.REFUSAL}
+SAMPLE_WEIGHTS = QualityWeights()
 EVENT_WEIGHTS = (
     ("mem_accept", 40),
     ("mem_reject", 15),
@@ -480,40 +486,21 @@ def _one_of_each(now: dt.datetime) -> int:
     return created
 
 
-# Fields whose Python value is what the driver takes; the others go through the field's get_db_prep_save.
-_RAW_FIELDS = (models.CharField, models.TextField, models.IntegerField, models.FloatField, models.BooleanField)
-
-
 def _insert(model: type[models.Model], objs: list[Any]) -> None:
     """Insert ``objs`` as ``bulk_create`` would (same column values, no signals), without the ORM's per-value
     SQL compilation: ``COPY`` on PostgreSQL, ``executemany`` elsewhere. Auto ids are left to the database."""
-    fields = [f for f in model._meta.concrete_fields if not (isinstance(f, models.AutoField) and f.primary_key)]
-    converters = []
-    for field in fields:
-        if isinstance(field, models.ForeignKey) or isinstance(field, _RAW_FIELDS):
-            converters.append(None)
-        elif isinstance(field, models.DateTimeField):
-            converters.append(connection.ops.adapt_datetimefield_value)
-        else:
-            converters.append(lambda value, field=field: field.get_db_prep_save(value, connection))
-    attnames = [f.attname for f in fields]
-    rows = [
-        tuple(
-            value if convert is None or value is None else convert(value)
-            for value, convert in zip((getattr(obj, a) for a in attnames), converters, strict=True)
-        )
-        for obj in objs
-    ]
-    quote = connection.ops.quote_name
-    table, columns = quote(model._meta.db_table), ", ".join(quote(f.column) for f in fields)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        else:
-            marks = ", ".join(["%s"] * len(fields))
-            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+    writer = RowWriter.of(model)
+    attnames = writer.attnames
+    rows = [writer.prepare([getattr(obj, a) for a in attnames]) for obj in objs]
+    if connection.vendor == "postgresql":
+        with (
+            connection.cursor() as cursor,
+            cursor.cursor.copy(f"COPY {writer.table} ({writer.columns}) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+    else:
+        writer.insert(rows)
 
 
 def _sample(
@@ -533,6 +520,21 @@ def _sample(
         "input": {"user_message": turn.user_message_content, "agent_message": turn.agent_message_content},
         "output": {"decision": decision.decision, "reason": decision.reason, "candidate_fact": decision.candidate_fact},
     }
+    # Scored as the collector scores (dataset_app.scoring): the score and its three factors, so that readers of
+    # ``quality_factors`` pay at size what they pay in production. A refused write's label has no fact.
+    guardian = sample_type == "write_guardian_decision"
+    refused = audit is not None and guardian and label not in ("written", "rolled_back")
+    quality = score_sample(
+        ScoringInput(
+            user_message=turn.user_message_content,
+            agent_reply=turn.agent_message_content,
+            fact=None if refused else decision.candidate_fact,
+            reason=audit.reason if refused else decision.reason,
+            evidence=SAMPLE_EVIDENCE.get(label, Evidence.NONE) if guardian else Evidence.NONE,
+            gate_confidence=decision.confidence,
+        ),
+        weights=SAMPLE_WEIGHTS,
+    )
     pii = rng.random() < 0.03
     return DatasetSample(
         id=_ulid_at(turn.created_at + dt.timedelta(seconds=10)),
@@ -544,7 +546,8 @@ def _sample(
         source_key=f"{sample_type}:{source}",
         content=content,
         label=label,
-        quality_score=round(rng.uniform(0.2, 1), 3),
+        quality_score=quality.score,
+        quality_factors=quality.factors,
         annotation_status=_weighted(rng, SAMPLE_STATUS_WEIGHTS, 1)[0],
         privacy_checked=True,
         contains_pii=pii,

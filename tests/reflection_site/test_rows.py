@@ -1,0 +1,125 @@
+"""RowWriter (ingest's and the scale seed's inserts) writes the column values the ORM writes, and the API-key lookup
+reads a key back as the ORM reads it. The integration suite runs these again on PostgreSQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+import warnings
+from typing import Any
+
+import pytest
+from django.db import connection, models
+
+from reflection_site.models import ApiKey
+from reflection_site.rows import RowWriter
+from sessions_app.models import ConversationContext, ConversationSession, ConversationTurn, GateStatus
+
+pytestmark = pytest.mark.django_db
+
+AWARE = dt.datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+
+
+def _stored(model: type[models.Model], pk: Any) -> list[Any]:
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    table = connection.ops.quote_name(model._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM {table} WHERE {connection.ops.quote_name('id')} = %s", [pk])
+        return list(cursor.fetchone())
+
+
+def test_a_written_turn_is_stored_as_the_orm_stores_it() -> None:
+    ConversationSession.objects.create(id="channel:rows:1", channel_id="rows", metadata={"a": [1, 2.5, None]})
+    values: dict[str, Any] = {
+        "session_id": "channel:rows:1",
+        "turn_number": 1,
+        "user_message_id": "m-1",
+        "user_message_content": "I prefer tea. ✓",
+        "user_from": None,
+        "user_metadata": {"nested": {"ok": True}, "list": ["x"]},
+        "agent_message_id": None,
+        "agent_message_content": "Noted.",
+        "agent_metadata": None,
+        "created_at": AWARE,
+        "gate_status": GateStatus.PENDING,
+        "gate_enqueued_at": AWARE + dt.timedelta(seconds=1),
+    }
+    by_orm = ConversationTurn.objects.create(**values)
+    writer = RowWriter.of(ConversationTurn)
+    second = {"id": "01ROWWRITER000000000000000", "turn_number": 2, "user_message_id": "m-2"}
+    writer.insert([writer.prepare_mapping({**values, **second})])
+    orm_row, written_row = _stored(ConversationTurn, by_orm.id), _stored(ConversationTurn, second["id"])
+    names = [f.attname for f in ConversationTurn._meta.concrete_fields if not f.primary_key]
+    for name in ("turn_number", "user_message_id"):  # The key must differ; every other column is compared.
+        assert written_row[names.index(name)] == second[name]
+        written_row[names.index(name)] = values[name]
+    assert written_row == orm_row  # Defaults (gate_run, gate_attempts, …) filled as the ORM fills them.
+    read = ConversationTurn.objects.get(id=second["id"])
+    assert read.created_at == AWARE and read.user_metadata == values["user_metadata"]
+
+    context = RowWriter.of(ConversationContext)
+    context.insert(
+        [
+            context.prepare_mapping(
+                {"turn_id": by_orm.id, "role": "user", "message": f"m{n}", "timestamp": AWARE, "sequence_number": n}
+            )
+            for n in range(3)
+        ]
+    )
+    assert [(c.sequence_number, c.timestamp) for c in by_orm.context.all()] == [(n, AWARE) for n in range(3)]
+
+
+def test_a_key_looked_up_by_prefix_reads_as_the_orm_reads_it() -> None:
+    key, _ = ApiKey.generate("rows-key", ["ingest", "read"])
+    ApiKey.objects.filter(id=key.id).update(last_used_at=AWARE)
+    found = ApiKey.objects.active_with_prefix(key.prefix)
+    by_orm = ApiKey.objects.get(id=key.id)
+    assert found is not None and found._state.adding is False
+    names = [f.attname for f in ApiKey._meta.concrete_fields]
+    assert [getattr(found, n) for n in names] == [getattr(by_orm, n) for n in names]
+    assert found.scopes == ["ingest", "read"] and found.last_used_at == AWARE
+    ApiKey.objects.filter(id=key.id).update(revoked_at=AWARE)
+    assert ApiKey.objects.active_with_prefix(key.prefix) is None
+
+
+def test_a_naive_datetime_takes_the_fields_own_path_with_its_warning() -> None:
+    ConversationSession.objects.create(id="channel:rows:2", channel_id="rows")
+    writer = RowWriter.of(ConversationTurn)
+    naive = dt.datetime(2026, 3, 4, 5, 6, 7)
+    values = {"session_id": "channel:rows:2", "user_message_content": "u", "agent_message_content": "a"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        writer.insert([writer.prepare_mapping({**values, "id": "01NAIVE", "turn_number": 1, "created_at": naive})])
+        by_orm = ConversationTurn.objects.create(**values, turn_number=2, created_at=naive)
+    assert sum("naive datetime" in str(w.message) for w in caught) == 2
+    assert (
+        ConversationTurn.objects.get(id="01NAIVE").created_at == ConversationTurn.objects.get(id=by_orm.id).created_at
+    )
+
+
+def test_a_row_without_a_required_value_or_a_model_with_auto_now_is_refused() -> None:
+    with pytest.raises(ValueError, match="channel_id has no value"):
+        RowWriter.of(ConversationSession).prepare_mapping({"id": "channel:rows:3"})
+
+    class Stamped(models.Model):  # noqa: DJ008
+        touched = models.DateTimeField(auto_now=True)
+
+        class Meta:
+            app_label = "sessions_app"
+
+    with pytest.raises(ValueError, match="auto_now"):
+        RowWriter(Stamped)
+
+
+def test_generated_columns_are_left_to_the_database() -> None:
+    from dataset_app.models import DatasetSample
+
+    generated = [f.attname for f in DatasetSample._meta.concrete_fields if f.generated]
+    assert generated  # The quality factors, read from quality_factors by the database.
+    writer = RowWriter.of(DatasetSample)
+    assert not set(generated) & set(writer.attnames)
+    assert all(
+        connection.ops.quote_name(f.column) not in writer.columns
+        for f in DatasetSample._meta.concrete_fields
+        if f.generated
+    )
