@@ -43,7 +43,13 @@ from dataset_app.models import (
     SampleType,
 )
 from dataset_app.review import present
-from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, dashboard_figures, recent_values_filter
+from reflection_site.admin import (
+    BigTableMixin,
+    ReadOnlyAdmin,
+    dashboard_figures,
+    recent_values_filter,
+    register_dashboard,
+)
 from reflection_site.privacy import redact
 
 ANNOTATE_PERM = "dataset_app.annotate_datasetsample"
@@ -297,7 +303,7 @@ class DatasetSampleAdmin(BigTableMixin, ImportExportModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         extra_context = {
             **(extra_context or {}),
-            **dashboard_figures(DASHBOARD, self.chart_context),
+            **dashboard_figures(DASHBOARD),
             "review_count": review_queue().count(),
         }
         return super().changelist_view(request, extra_context)
@@ -398,6 +404,9 @@ class DatasetSampleAdmin(BigTableMixin, ImportExportModelAdmin):
         if following is None:
             return HttpResponseRedirect(reverse("admin:dataset_app_datasetsample_review"))
         return HttpResponseRedirect(reverse("admin:dataset_app_datasetsample_review_sample", args=[following.id]))
+
+
+register_dashboard(DASHBOARD, DatasetSampleAdmin.chart_context)
 
 
 # --- Exports ---------------------------------------------------------------------------------------

@@ -19,7 +19,13 @@ from django.utils.safestring import SafeString, mark_safe
 
 from guardian_app import guardrails
 from guardian_app.models import LearningEvent, MemoryItem, Rule
-from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, dashboard_figures, recent_values_filter
+from reflection_site.admin import (
+    BigTableMixin,
+    ReadOnlyAdmin,
+    dashboard_figures,
+    recent_values_filter,
+    register_dashboard,
+)
 
 CHART_DAYS = 30
 # The learning events changelist's chart and figures (reflection_site.admin.dashboard_figures).
@@ -130,6 +136,9 @@ def learning_dashboard() -> dict[str, Any]:
     }
 
 
+register_dashboard(DASHBOARD, learning_dashboard)
+
+
 def _admin_link(viewname: str, args: list[Any] | None = None, query: str = "") -> str | None:
     try:
         return reverse(viewname, args=args) + query
@@ -194,7 +203,7 @@ class LearningEventAdmin(ReadOnlyAdmin):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
         context = {
-            **dashboard_figures(DASHBOARD, learning_dashboard),
+            **dashboard_figures(DASHBOARD),
             "learning_shadow_mode": settings.LEARNING_SHADOW_MODE,
             "learning_enabled": settings.LEARNING_GUARDRAILS_ENABLED,
             **(extra_context or {}),

@@ -215,6 +215,9 @@ class FileVersion(models.Model):
         indexes = [
             # Serves guardian_app.queries.file_history: newest first per file.
             models.Index(fields=["file_name", "-created_at", "-id"], name="file_versions_file_time"),
+            # Serves the admin's changelist order (file, newest version first): the unique (file_name, seq) index
+            # cannot give ascending files with descending versions, so SQLite sorted every version (1 s at 1M).
+            models.Index(fields=["file_name", "-seq"], name="file_versions_file_seq_desc"),
         ]
         constraints = [
             models.CheckConstraint(condition=workspace_file_q("file_name"), name="file_versions_file_name_valid"),

@@ -87,7 +87,12 @@ class HotPublisher:
         return task_id
 
 
-SCHEDULE_MODULES = ("sessions_app.schedules", "guardian_app.schedules", "dataset_app.schedules")
+SCHEDULE_MODULES = (
+    "reflection_site.schedules",
+    "sessions_app.schedules",
+    "guardian_app.schedules",
+    "dataset_app.schedules",
+)
 
 
 def default_schedules() -> dict[str, tuple[str, str]]:

@@ -209,6 +209,9 @@ class MemoryGateStats(models.Model):
     update_identity_count = models.IntegerField(default=0)
     update_tools_count = models.IntegerField(default=0)
     avg_latency_ms = models.IntegerField(null=True, blank=True)
+    # On a Sunday, the distinct sessions with a decision in the ISO week that ends that day (the days'
+    # session counts do not add up to the week's); empty on other days.
+    week_session_count = models.IntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

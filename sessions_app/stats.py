@@ -2,13 +2,15 @@
 
 A day is a calendar day in ``TIME_ZONE``. The roll-up stores one row per day (the seed's
 ``memory_gate_stats``); readers use the stored rows for settled days and aggregate the last two
-days live, so today's figures are never an hour old.
+days live, so today's figures are never an hour old. A Sunday's row also keeps the week's distinct
+sessions (``week_session_count``), which the days' counts cannot add up to.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -29,6 +31,9 @@ COUNT_FIELDS: dict[str, str] = {
 FIGURE_FIELDS = ("session_count", "total_decisions", *COUNT_FIELDS.values(), "avg_latency_ms")
 # Days aggregated live by one query (a CASE of as many branches); the roll-up of a year takes twelve.
 DAYS_A_QUERY = 31
+# Weeks whose distinct sessions one query counts (the roll-up of a year takes eleven).
+WEEKS_A_QUERY = 5
+SUNDAY = 6
 
 
 def start_of_day(day: dt.date) -> dt.datetime:
@@ -99,13 +104,36 @@ def day_figures(since: dt.date, until: dt.date, *, sessions: bool = True) -> dic
     return out
 
 
+def week_session_counts(sundays: Iterable[dt.date]) -> dict[dt.date, int]:
+    """For each of ``sundays``, the distinct sessions with a decision in the ISO week (Monday to Sunday) that
+    ends that day, zero included: one query per ``WEEKS_A_QUERY`` weeks, grouped by a ``CASE`` of the weeks'
+    bounds over the ``gate_decisions_created`` range (as ``day_figures``)."""
+    sundays = sorted(sundays)
+    out = dict.fromkeys(sundays, 0)
+    for first in range(0, len(sundays), WEEKS_A_QUERY):
+        chunk = sundays[first : first + WEEKS_A_QUERY]
+        bounds = [(start_of_day(day - dt.timedelta(days=6)), start_of_day(day + dt.timedelta(days=1))) for day in chunk]
+        week_of = Case(
+            *(When(created_at__gte=start, created_at__lt=end, then=Value(i)) for i, (start, end) in enumerate(bounds)),
+            output_field=IntegerField(),
+        )
+        decisions = MemoryGateDecision.objects.filter(created_at__gte=bounds[0][0], created_at__lt=bounds[-1][1])
+        rows = decisions.order_by().annotate(week=week_of).values("week").annotate(n=Count("session_id", distinct=True))
+        for row in rows:
+            if row["week"] is not None:  # A decision between two weeks of a chunk that are not consecutive.
+                out[chunk[row["week"]]] = row["n"]
+    return out
+
+
 def roll_up_gate_stats(*, since: dt.date | None = None) -> int:
     """Store one MemoryGateStats row per day from ``since`` (default: the last stored day, or yesterday,
     whichever is earlier; on the first run, the first day with a decision) through today.
 
     Recomputes whole days from the decisions, so running it twice changes nothing; a day whose
-    decisions were all deleted keeps a row of zeros. Returns the number of rows written. Does nothing
-    when ``MEMORY_GATE_ENABLE_STATS`` is off.
+    decisions were all deleted keeps a row of zeros. A Sunday's row also gets its week's distinct
+    sessions (``week_session_count``), and so does every stored Sunday from before that count existed
+    (a week whose Sunday has no decision has no row to keep it: readers count that week live).
+    Returns the number of rows written. Does nothing when ``MEMORY_GATE_ENABLE_STATS`` is off.
     """
     if not settings.MEMORY_GATE_ENABLE_STATS:
         return 0
@@ -121,15 +149,33 @@ def roll_up_gate_stats(*, since: dt.date | None = None) -> int:
             since = timezone.localdate(first)
     figures = day_figures(since, today)
     stored = set(MemoryGateStats.objects.filter(date__gte=since, date__lte=today).values_list("date", flat=True))
+    sundays = [day for day in set(figures) | stored if day.weekday() == SUNDAY]
+    earlier = MemoryGateStats.objects.filter(date__lt=since, date__week_day=1, week_session_count__isnull=True)
+    weeks = week_session_counts([*sundays, *earlier.values_list("date", flat=True)])
     now = timezone.now()
     written = 0
     with transaction.atomic():
         for day in sorted(set(figures) | stored):
             MemoryGateStats.objects.update_or_create(
-                date=day, defaults={**figures.get(day, empty_figures()), "updated_at": now}
+                date=day,
+                defaults={**figures.get(day, empty_figures()), "week_session_count": weeks.get(day), "updated_at": now},
             )
             written += 1
+        for day in (day for day in weeks if day < since):
+            written += MemoryGateStats.objects.filter(date=day).update(week_session_count=weeks[day], updated_at=now)
     return written
+
+
+def stored_week_session_counts(mondays: Iterable[dt.date]) -> dict[dt.date, int]:
+    """The stored distinct sessions of the settled weeks (Sunday before yesterday) among those starting on
+    ``mondays``, by Monday; a week without a stored count is left out (its caller counts it live)."""
+    if not settings.MEMORY_GATE_ENABLE_STATS:
+        return {}
+    live_from = timezone.localdate() - dt.timedelta(days=1)
+    monday_of = {monday + dt.timedelta(days=6): monday for monday in mondays}
+    settled = [sunday for sunday in monday_of if sunday < live_from]
+    rows = MemoryGateStats.objects.filter(date__in=settled, week_session_count__isnull=False)
+    return {monday_of[day]: count for day, count in rows.values_list("date", "week_session_count")}
 
 
 def figures_for_days(start: dt.date, end: dt.date, *, sessions: bool = True) -> dict[dt.date, dict[str, Any]]:

@@ -25,7 +25,10 @@ EVENTS_URL = "admin:guardian_app_learningevent_changelist"
 @pytest.fixture
 def cached(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The dashboards cached as in production, in a cache of this test's own."""
+    from django.core.cache import cache
+
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "dash"}}
+    cache.clear()  # A local-memory cache of one LOCATION outlives the test that filled it.
     monkeypatch.setattr(site_admin, "DASHBOARD_TTL", 300)
 
 
@@ -145,8 +148,45 @@ def test_a_failing_cache_leaves_the_dashboard_computed(
 def test_each_database_has_its_own_dashboard(cached: None, monkeypatch: pytest.MonkeyPatch) -> None:
     from django.db import connection
 
-    first = site_admin.dashboard_figures("x", lambda: {"n": 1})
+    monkeypatch.setitem(site_admin.DASHBOARDS, "x", lambda: {"n": 1})
+    first = site_admin.dashboard_figures("x")
     monkeypatch.setitem(connection.settings_dict, "NAME", "another_database")
-    other = site_admin.dashboard_figures("x", lambda: {"n": 2})
+    monkeypatch.setitem(site_admin.DASHBOARDS, "x", lambda: {"n": 2})
+    other = site_admin.dashboard_figures("x")
 
     assert (first["n"], other["n"]) == (1, 2)
+
+
+def test_the_beat_refresh_computes_every_dashboard_so_that_a_request_computes_none(
+    admin_client: Any, cached: None
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from reflection_site.tasks import run_dashboard_refresh
+
+    make_samples()
+    first = sample_figures(admin_client.get(reverse(SAMPLES_URL)))
+    SampleFactory(quality_score=0.05, source_key="memory_gate_positive:late")
+
+    assert run_dashboard_refresh() == len(site_admin.DASHBOARDS) >= 2  # The task the beat entry names.
+    with CaptureQueriesContext(connection) as queries:
+        refreshed = sample_figures(admin_client.get(reverse(SAMPLES_URL)))
+        admin_client.get(reverse(EVENTS_URL))
+
+    assert refreshed["count"] == first["count"] + 1 and refreshed["as_of"] > first["as_of"]
+    assert [q["sql"] for q in queries.captured_queries if "GROUP BY" in q["sql"] or "AVG(" in q["sql"]] == []
+
+
+def test_the_refresh_is_scheduled_inside_the_cache_lifetime(db: None, cached: None) -> None:
+    from django_celery_beat.models import PeriodicTask
+
+    entry = PeriodicTask.objects.get(name="admin-dashboards-refresh")
+    assert entry.task == "reflection_site.tasks.run_dashboard_refresh" and entry.enabled
+    minutes = int(entry.crontab.minute.removeprefix("*/"))
+    assert minutes * 60 < site_admin.DASHBOARD_TTL
+
+
+def test_without_a_cache_lifetime_the_refresh_does_nothing(admin_client: Any) -> None:
+    assert site_admin.DASHBOARD_TTL == 0  # The suite's default: dashboards computed on every request.
+    assert site_admin.refresh_dashboards() == 0

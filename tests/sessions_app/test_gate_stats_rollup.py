@@ -104,6 +104,43 @@ def models_f(field: str, plus: int) -> Any:
     return F(field) + plus
 
 
+def test_a_settled_week_reads_its_sessions_from_its_sunday(three_weeks: list[MemoryGateDecision]) -> None:
+    roll_up_gate_stats()
+    before = {row["week_start"]: row["session_count"] for row in weekly_stats(weeks=4)}
+    today = timezone.localdate()
+    settled = MemoryGateStats.objects.filter(date__week_day=1, date__lt=today - dt.timedelta(days=1))
+    stored = settled.order_by("-date").first()  # The newest settled Sunday with decisions.
+    settled_sunday = stored.date
+    assert stored.week_session_count == before[settled_sunday - dt.timedelta(days=6)] > 0
+    MemoryGateStats.objects.filter(date=settled_sunday).update(week_session_count=999)
+
+    after = {row["week_start"]: row["session_count"] for row in weekly_stats(weeks=4)}
+
+    assert after[settled_sunday - dt.timedelta(days=6)] == 999
+    assert after[today - dt.timedelta(days=today.weekday())] == before[today - dt.timedelta(days=today.weekday())]
+
+
+def test_the_rollup_keeps_week_sessions_on_sundays_and_fills_older_sundays(
+    three_weeks: list[MemoryGateDecision],
+) -> None:
+    live = _live_weeks(6)
+    roll_up_gate_stats()
+    rows = MemoryGateStats.objects.filter(week_session_count__isnull=False)
+    assert rows and all(row.date.weekday() == 6 for row in rows)
+    for row in rows:
+        assert row.week_session_count == live[row.date - dt.timedelta(days=6)]["session_count"]
+    # Rows stored before the count existed get it from the next roll-up, their days' figures unchanged.
+    figures = {row.date: row.total_decisions for row in MemoryGateStats.objects.all()}
+    MemoryGateStats.objects.update(week_session_count=None)
+
+    roll_up_gate_stats()
+
+    assert {row.date: row.week_session_count for row in MemoryGateStats.objects.filter(date__week_day=1)} == {
+        row.date: row.week_session_count for row in rows
+    }
+    assert {row.date: row.total_decisions for row in MemoryGateStats.objects.all()} == figures
+
+
 def test_weekly_figures_without_the_rollup_are_the_same(settings: Any, three_weeks: list[MemoryGateDecision]) -> None:
     roll_up_gate_stats()
     stored = weekly_stats(weeks=4)
@@ -152,8 +189,8 @@ def test_the_weekly_endpoint_reads_the_days_once_and_says_the_same(
 
     roll_up_gate_stats()
 
-    # Stored days, live days, weekly sessions, latency per type.
-    with django_assert_max_num_queries(4):
+    # Stored days, live days, stored weekly sessions, the live weeks' sessions, latency per type.
+    with django_assert_max_num_queries(5):
         stats = gate_stats("weekly", weeks=3)
 
     assert stats["rows"] == weekly_stats(weeks=3)

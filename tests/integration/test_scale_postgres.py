@@ -1,0 +1,14 @@
+"""Issue 9's aggregates again, on real PostgreSQL: the quality distribution the database computes equals the former
+Python pass, and the gate statistics' stored weeks equal the live ones."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from tests.dataset_app.test_quality_distribution import *  # noqa: F403  (re-run on PostgreSQL)
+from tests.sessions_app.conftest import make_decision, make_turn  # noqa: F401  (the fixtures they use)
+from tests.sessions_app.test_gate_stats_rollup import *  # noqa: F403
+
+
+def test_the_database_is_postgresql(db):
+    assert connection.vendor == "postgresql"
