@@ -54,7 +54,15 @@ WORDS = (
     "pepper quartz raven saffron tundra umber velvet willow xenon yarrow zephyr acorn bramble cobalt dune"
 ).split()
 REPORT_DIR = ROOT / "test-output" / "reliability"
+# The outcomes a run must have met, or it did not test what it is for.
+MUST_MEET = ("rollback_conflict", "rollback_merge", "session_applied")
 FIGURES: Counter[str] = Counter()
+
+
+def enough_steps() -> bool:
+    """How many conflicts, merges and applied session rollbacks a run meets varies widely (no conflict at all in
+    one run of 2,000 steps in eight): the model goes on until it has met each, within ten times its steps."""
+    return FIGURES["steps"] >= MODEL_STEPS and all(FIGURES[kind] for kind in MUST_MEET)
 
 
 def lines(text: str | None) -> Counter[str]:
@@ -296,9 +304,7 @@ def test_the_rollback_model_holds_for_at_least_the_configured_steps(make_decisio
     RollbackModel.make_decision = staticmethod(make_decision)
     FIGURES.clear()
     started = time.monotonic()
-    runs = 0
-    while FIGURES["steps"] < MODEL_STEPS:
-        runs += 1
+    while not enough_steps() and FIGURES["steps"] < 10 * MODEL_STEPS:
         run_settings = hypothesis_settings(
             # Each run starts with Hypothesis's simplest example, which does nothing: ten at least, or a run of
             # one example would repeat that one for ever.
@@ -326,4 +332,4 @@ def test_the_rollback_model_holds_for_at_least_the_configured_steps(make_decisio
     with capsys.disabled():
         print("\nrollback model:", json.dumps(figures))
     assert FIGURES["steps"] >= MODEL_STEPS and FIGURES["contents_lost"] == 0
-    assert FIGURES["rollback_conflict"] and FIGURES["rollback_merge"] and FIGURES["session_applied"]
+    assert all(FIGURES[kind] for kind in MUST_MEET), {kind: FIGURES[kind] for kind in MUST_MEET}
