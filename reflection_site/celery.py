@@ -6,10 +6,12 @@ import importlib
 import logging
 import os
 import threading
+import time
 from typing import Any
 
 from celery import Celery
 from celery.signals import task_prerun
+from kombu.exceptions import OperationalError
 from kombu.utils.imports import symbol_by_name
 from kombu.utils.uuid import uuid
 
@@ -35,6 +37,10 @@ def _close_old_connections(task: Any = None, **kwargs: Any) -> None:
     close_old_connections()
 
 
+class BrokerHeldOff(OperationalError):
+    """A ``HotPublisher`` send refused without trying: a send failed a moment ago (the broker is down)."""
+
+
 class HotPublisher:
     """``task.delay(*args)`` for a task sent once per request on a hot path (ingest's gate hand-off).
 
@@ -45,17 +51,26 @@ class HotPublisher:
     process: a forked process, or a send that failed (the broker went away), starts with a new one. Messages carry no
     parent or root task id (it is for requests, not for tasks that start tasks). In eager mode (tests) it is
     ``delay()``.
+
+    A dead broker costs a send up to ``CELERY_BROKER_CONNECTION_TIMEOUT`` and Celery's publish retries (about 2 s
+    with Redis down); after a failed send the process holds its sends off for ``hold_off_s`` seconds, raising
+    ``BrokerHeldOff`` at once, so that one request in that time waits for the broker, not every one. Callers that
+    have a sweep behind them (the gate's) leave the message to it.
     """
 
-    def __init__(self, task_path: str) -> None:
+    def __init__(self, task_path: str, *, hold_off_s: float = 5.0) -> None:
         self.task_path = task_path  # "module.function", imported on first use (the web process has no worker)
+        self.hold_off_s = hold_off_s
         self._task: Any = None
         self._local = threading.local()
+        self._held_off_until = 0.0  # Per process, for every thread: the broker is the same for all of them.
 
     def __call__(self, *args: Any) -> str:
         task = self._task = self._task or symbol_by_name(self.task_path)
         if app.conf.task_always_eager:
             return task.delay(*args).id
+        if time.monotonic() < self._held_off_until:
+            raise BrokerHeldOff(f"{task.name} not sent: the last send failed less than {self.hold_off_s:g} s ago")
         state = self._local
         if getattr(state, "pid", None) != os.getpid():
             # What send_task works out from the task's options on every call (a task with ``expires`` is refused:
@@ -80,9 +95,17 @@ class HotPublisher:
         try:
             with producer.connection._reraise_as_library_errors():
                 app.amqp.send_task_message(producer, task.name, message, **state.route)
-        except BaseException:
+        except BaseException as exc:
             state.producer = None
             producer.connection.release()
+            if isinstance(exc, OperationalError | OSError):
+                self._held_off_until = time.monotonic() + self.hold_off_s
+                logger.warning(
+                    "the broker is unreachable (%s): %s messages are held off for %g s and left to its sweep",
+                    exc,
+                    task.name,
+                    self.hold_off_s,
+                )
             raise
         return task_id
 

@@ -413,7 +413,7 @@ def rerun_gate(turn: ConversationTurn) -> ConversationTurn:
     Earlier decisions stay recorded; the new one gets the next ``run_number``. A task still holding the
     previous run finds the run changed and records nothing.
     """
-    from sessions_app.ingest import enqueue_gate
+    from sessions_app.ingest import hand_off_gate
 
     with transaction.atomic():
         ConversationTurn.objects.filter(id=turn.id).update(
@@ -425,7 +425,7 @@ def rerun_gate(turn: ConversationTurn) -> ConversationTurn:
             gate_finished_at=None,
         )
         # Not functools.partial: Django 5.2 logs a failed robust callback by its __qualname__ (ticket #36487).
-        transaction.on_commit(lambda: enqueue_gate(turn.id), robust=True)
+        transaction.on_commit(lambda: hand_off_gate(turn.id), robust=True)
     turn.refresh_from_db()
     return turn
 

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from reflection_site.celery import HotPublisher
+from reflection_site.celery import BrokerHeldOff, HotPublisher
 from reflection_site.ids import new_ulid
 from reflection_site.rows import RowWriter
 from sessions_app.errors import MessageTooLong, TurnConflict
@@ -24,8 +24,18 @@ _send_gate = HotPublisher("sessions_app.tasks.run_gate")
 
 
 def enqueue_gate(turn_id: str) -> None:
-    """Hand the turn to the gate worker (``run_gate``); a dead broker is logged and the sweep enqueues it later."""
+    """Hand the turn to the gate worker (``run_gate``); a broker error propagates."""
     _send_gate(turn_id)
+
+
+def hand_off_gate(turn_id: str) -> None:
+    """``enqueue_gate`` after a commit (ingest, a re-run): the turn is stored as pending, so a dead broker only
+    delays it to the gate sweep. The send that finds the broker gone raises (Django logs it with the turn); the
+    sends held off after it (``BrokerHeldOff``) are left to the sweep without a log line each."""
+    try:
+        enqueue_gate(turn_id)
+    except BrokerHeldOff:
+        pass
 
 
 def _check_lengths(payload: TurnIn) -> None:
@@ -200,5 +210,5 @@ def _ingest_once(payload: TurnIn) -> tuple[ConversationTurn, bool]:
         if gate_on:
             # A lambda, not functools.partial: Django 5.2 names a failed robust callback by its __qualname__,
             # which a partial lacks, and that turned a dead broker into a 500 (Django ticket #36487).
-            transaction.on_commit(lambda: enqueue_gate(turn.id), robust=True)
+            transaction.on_commit(lambda: hand_off_gate(turn.id), robust=True)
     return turn, True

@@ -243,7 +243,7 @@ def test_the_hot_publisher_keeps_its_producer_and_replaces_it_after_a_failed_sen
         opened.append(_connection(tmp_path))
         return opened[-1]
 
-    publish = HotPublisher("sessions_app.tasks.run_gate")
+    publish = HotPublisher("sessions_app.tasks.run_gate", hold_off_s=0)
     with mock.patch.object(app, "connection_for_write", connect):
         publish("01A")
         publish("01B")
@@ -263,6 +263,48 @@ def test_the_hot_publisher_keeps_its_producer_and_replaces_it_after_a_failed_sen
         "('01D',)",
         "('01E',)",
     ]
+
+
+def test_after_a_failed_send_the_hot_publisher_holds_its_sends_off_without_trying_the_broker(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from kombu.exceptions import OperationalError
+
+    from reflection_site.celery import BrokerHeldOff, HotPublisher, app
+
+    clock = [1000.0]
+    tries: list[str] = []
+
+    def dead_broker(producer: Any, name: str, message: Any, **kwargs: Any) -> None:
+        tries.append(message.headers["argsrepr"])
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    publish = HotPublisher("sessions_app.tasks.run_gate", hold_off_s=5)
+    with (
+        mock.patch.object(app, "connection_for_write", lambda: _connection(tmp_path)),
+        mock.patch("reflection_site.celery.time.monotonic", lambda: clock[0]),
+        mock.patch.object(app.amqp, "send_task_message", side_effect=dead_broker),
+        caplog.at_level("WARNING", logger="reflection_site.celery"),
+    ):
+        with pytest.raises(OperationalError) as first:
+            publish("01A")
+        assert type(first.value) is OperationalError  # The send that found the broker gone: its own error.
+        for turn, at in [("01B", 1000.1), ("01C", 1004.9)]:
+            clock[0] = at
+            with pytest.raises(BrokerHeldOff):
+                publish(turn)
+        assert tries == ["('01A',)"]  # Held off: the broker was not tried.
+        clock[0] = 1005.0
+        with pytest.raises(OperationalError):
+            publish("01D")  # The hold-off is over: tried again, and failed again.
+        assert tries == ["('01A',)", "('01D',)"]
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 2 and all(w.startswith("the broker is unreachable (Error 111") for w in warnings)
+    with mock.patch.object(app, "connection_for_write", lambda: _connection(tmp_path)):
+        clock[0] = 1010.0
+        with mock.patch("reflection_site.celery.time.monotonic", lambda: clock[0]):
+            publish("01E")  # The broker is back.
+    assert [m["headers"]["argsrepr"] for m in _messages(tmp_path / "queue")] == ["('01E',)"]
 
 
 def test_the_hot_publisher_runs_the_task_in_eager_mode(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:

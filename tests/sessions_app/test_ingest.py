@@ -4,7 +4,9 @@ from http import HTTPStatus
 
 import pytest
 from django.db import IntegrityError, transaction
+from kombu.exceptions import OperationalError
 
+from reflection_site.celery import BrokerHeldOff
 from sessions_app.models import ConversationContext, ConversationSession, ConversationTurn, MemoryGateDecision
 from tests.conftest import turn_payload
 
@@ -25,6 +27,38 @@ def test_a_new_turn_is_stored_with_its_context_and_enqueues_the_gate(api_client,
     context = list(turn.context.order_by("sequence_number").values_list("sequence_number", "role", "message"))
     assert context == [(0, "user", "Hi there"), (1, "agent", "Hello! How can I help?")]
     assert turn.context.first().timestamp.year == 2023
+
+
+def test_a_turn_ingested_while_the_broker_is_held_off_is_stored_pending_for_the_sweep_without_a_log_line(
+    api_client, django_capture_on_commit_callbacks, monkeypatch, caplog
+):
+    tried: list[str] = []
+
+    def held_off(turn_id: str) -> None:
+        tried.append(turn_id)
+        raise BrokerHeldOff("a send failed a moment ago")
+
+    monkeypatch.setattr("sessions_app.ingest._send_gate", held_off)
+    with caplog.at_level("WARNING"), django_capture_on_commit_callbacks(execute=True):
+        response = api_client.post("/api/v1/turns", turn_payload())
+    assert response.status_code == HTTPStatus.CREATED, response.content
+    assert tried == [response.json()["id"]]
+    assert ConversationTurn.objects.get(id=tried[0]).gate_status == "pending"
+    assert not caplog.records  # The send that found the broker gone logged it; the sweep takes this one.
+
+
+def test_a_broker_error_of_the_gate_hand_off_is_logged_and_the_turn_still_stored(
+    api_client, django_capture_on_commit_callbacks, monkeypatch, caplog
+):
+    def refused(turn_id: str) -> None:
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr("sessions_app.ingest._send_gate", refused)
+    with caplog.at_level("ERROR"), django_capture_on_commit_callbacks(execute=True):
+        response = api_client.post("/api/v1/turns", turn_payload())
+    assert response.status_code == HTTPStatus.CREATED, response.content
+    assert ConversationTurn.objects.get(id=response.json()["id"]).gate_status == "pending"
+    assert "Connection refused" in caplog.text
 
 
 def test_no_turn_number_takes_the_next_one(ingest):
