@@ -8,6 +8,7 @@ from typing import Any, Literal
 from ninja import Field, Schema
 
 from dataset_app.models import DatasetExport, DatasetSample, EvaluationRun
+from reflection_site.api import NOT_BLANK
 from reflection_site.privacy import redact_data
 from sessions_app.schemas import Timestamp
 
@@ -81,7 +82,7 @@ class SampleOut(Schema):
 
 
 class AnnotateIn(Schema):
-    annotated_by: str = Field(..., min_length=1, max_length=255, pattern=r"\S", description="Who; not only spaces.")
+    annotated_by: str = Field(..., min_length=1, max_length=255, pattern=NOT_BLANK, description="Who; not only spaces.")
     notes: str | None = Field(None, max_length=10_000)
 
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from ninja import Field, ModelSchema, Schema
 
 from guardian_app.models import BehaviorCorrection, FileVersion, Rollback, WriteGuardianAudit
+from reflection_site.api import NOT_BLANK
 from sessions_app.schemas import Timestamp, TimestampParam
 
 
@@ -99,13 +100,13 @@ class AuditFilter(Schema):
 
 
 class RollbackIn(Schema):
-    reason: str = Field(..., min_length=1, max_length=2000, pattern=r"\S", description="Why; not only spaces.")
+    reason: str = Field(..., min_length=1, max_length=2000, pattern=NOT_BLANK, description="Why; not only spaces.")
     requested_by: str | None = Field(None, max_length=255, description="Defaults to the API key's name.")
     force: bool = Field(False, description="Overwrite later changes that overlap (after a 409).")
 
 
 class SessionRollbackIn(Schema):
-    reason: str = Field(..., min_length=1, max_length=2000, pattern=r"\S", description="Why; not only spaces.")
+    reason: str = Field(..., min_length=1, max_length=2000, pattern=NOT_BLANK, description="Why; not only spaces.")
     requested_by: str | None = Field(None, max_length=255)
     since: Timestamp | None = None
     until: Timestamp | None = None
@@ -145,7 +146,7 @@ class CorrectionIn(Schema):
     status: Literal["written", "refused"]
     candidate_fact: str | None = Field(None, max_length=10_000)
     target_file: str | None = Field(None, max_length=32)
-    reason: str = Field(..., min_length=1, max_length=2000, pattern=r"\S", description="Why; not only spaces.")
+    reason: str = Field(..., min_length=1, max_length=2000, pattern=NOT_BLANK, description="Why; not only spaces.")
     apply_to_future: bool = False
     correction_pattern: str | None = Field(None, max_length=500, description="Derived from the fact when omitted.")
     corrected_by: str | None = Field(None, max_length=255, description="Defaults to the API key's name.")

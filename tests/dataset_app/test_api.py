@@ -96,10 +96,22 @@ def test_approve_and_reject_need_the_annotate_scope(api_client, client_for):
     assert rejected.json()["annotation_notes"] == "good"
 
 
-def test_annotation_needs_an_annotator(api_client):
+@pytest.mark.parametrize("annotator", ["", "   ", "\x1e", " \x1c\x1f\t"])
+def test_annotation_needs_an_annotator_refused_by_the_schema_itself(api_client, annotator):
+    # U+001C-U+001F are not Unicode White_Space (a schema's \s) but Python strips them: the schema says so now.
     sample = SampleFactory()
-    response = api_client.post(reverse("api:approve_sample", args=[sample.id]), {"annotated_by": ""})
+    response = api_client.post(reverse("api:approve_sample", args=[sample.id]), {"annotated_by": annotator})
     assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json()["error"]["code"] == "validation_error"
+    sample.refresh_from_db()
+    assert sample.annotation_status == "pending" and sample.annotated_by is None
+
+
+def test_an_annotator_name_is_stored_stripped(api_client):
+    sample = SampleFactory()
+    response = api_client.post(reverse("api:reject_sample", args=[sample.id]), {"annotated_by": "\x1e ada \x1f"})
+    assert response.status_code == HTTPStatus.OK, response.content
+    assert response.json()["annotated_by"] == "ada"
 
 
 def test_stats_by_type_status_and_day(api_client):
