@@ -103,8 +103,8 @@ class DatasetSample(models.Model):
         on_delete=models.CASCADE,
         related_name="dataset_samples",
     )
-    session = models.ForeignKey(
-        "sessions_app.ConversationSession", on_delete=models.CASCADE, related_name="dataset_samples"
+    session = models.ForeignKey(  # Served by the seed's idx_session (dataset_samples_session) below.
+        "sessions_app.ConversationSession", on_delete=models.CASCADE, related_name="dataset_samples", db_index=False
     )
     source_key = models.CharField(
         max_length=80,

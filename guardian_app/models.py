@@ -92,14 +92,25 @@ class WriteGuardianAudit(models.Model):
 
     id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
     # The seed makes these NOT NULL; writes from reflect and learning have no gate decision behind them.
+    # Decision and session are served by wga_decision and wga_session_time below (no index of their own).
     decision = models.ForeignKey(
-        "sessions_app.MemoryGateDecision", null=True, blank=True, on_delete=models.CASCADE, related_name="audits"
+        "sessions_app.MemoryGateDecision",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="audits",
+        db_index=False,
     )
     turn = models.ForeignKey(
         "sessions_app.ConversationTurn", null=True, blank=True, on_delete=models.CASCADE, related_name="audits"
     )
     session = models.ForeignKey(
-        "sessions_app.ConversationSession", null=True, blank=True, on_delete=models.CASCADE, related_name="audits"
+        "sessions_app.ConversationSession",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="audits",
+        db_index=False,
     )
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.GATE)
     source_ref = models.CharField(
@@ -778,7 +789,9 @@ class OpinionEvidence(models.Model):
         CONTRADICTS = "contradicts"
 
     id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
-    opinion = models.ForeignKey(Opinion, on_delete=models.CASCADE, related_name="evidence")
+    opinion = models.ForeignKey(  # Served by (opinion, fact_date) and (opinion, fact_id) below.
+        Opinion, on_delete=models.CASCADE, related_name="evidence", db_index=False
+    )
     fact_id = models.CharField(max_length=64, help_text="Stable id of the fact: hash of its file and text.")
     stance = models.CharField(max_length=16, choices=Stance.choices)
     strength = models.FloatField()

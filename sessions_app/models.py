@@ -64,7 +64,9 @@ class GateStatus(models.TextChoices):
 
 class ConversationTurn(models.Model):
     id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
-    session = models.ForeignKey(ConversationSession, on_delete=models.CASCADE, related_name="turns")
+    # Served by (session, turn_number) and (session, created_at) below; no index of its own (issue 9: only the
+    # indexes the queries need, each one written on every ingest).
+    session = models.ForeignKey(ConversationSession, on_delete=models.CASCADE, related_name="turns", db_index=False)
     turn_number = models.PositiveIntegerField()
 
     user_message_id = models.CharField(max_length=255, null=True, blank=True)
@@ -92,7 +94,6 @@ class ConversationTurn(models.Model):
     class Meta:
         db_table = "conversation_turns"
         indexes = [
-            models.Index(fields=["session", "turn_number"], name="turns_session_turn"),
             models.Index(fields=["created_at"], name="turns_created_at"),
             models.Index(fields=["session", "created_at"], name="turns_session_created"),
             # Serves the failed-turn count of the decision admin's changelist (issue 9): only failed rows are in it.
@@ -101,6 +102,7 @@ class ConversationTurn(models.Model):
             models.Index(fields=["gate_enqueued_at"], condition=Q(gate_status="pending"), name="turns_gate_pending"),
         ]
         constraints = [
+            # Also the seed's idx_session_turn (the seed declares the same columns twice, unique and not).
             models.UniqueConstraint(fields=["session", "turn_number"], name="conversation_turns_session_turn_unique"),
             models.UniqueConstraint(
                 fields=["session", "user_message_id"],
@@ -123,7 +125,9 @@ class ConversationContext(models.Model):
         AGENT = "agent"
 
     id = models.BigAutoField(primary_key=True)
-    turn = models.ForeignKey(ConversationTurn, on_delete=models.CASCADE, related_name="context")
+    turn = models.ForeignKey(  # Served by (turn, sequence_number) below.
+        ConversationTurn, on_delete=models.CASCADE, related_name="context", db_index=False
+    )
     role = models.CharField(max_length=8, choices=Role.choices)
     message = models.TextField()
     timestamp = models.DateTimeField()
@@ -146,8 +150,9 @@ class MemoryGateDecision(models.Model):
     Decision = Decision
 
     id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
-    turn = models.ForeignKey(ConversationTurn, on_delete=models.CASCADE, related_name="decisions")
-    session = models.ForeignKey(ConversationSession, on_delete=models.CASCADE, related_name="decisions")
+    # Served by the indexes below (the seed's idx_turn, (session, created_at)).
+    turn = models.ForeignKey(ConversationTurn, on_delete=models.CASCADE, related_name="decisions", db_index=False)
+    session = models.ForeignKey(ConversationSession, on_delete=models.CASCADE, related_name="decisions", db_index=False)
     run_number = models.PositiveIntegerField(
         default=1, help_text="Which run of the gate on this turn (re-runs count up)."
     )
