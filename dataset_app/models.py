@@ -175,6 +175,9 @@ class DatasetSample(models.Model):
             # (285 ms at 1M on SQLite with its pages not in the OS cache); a partial index on the queue alone was
             # not chosen by SQLite's planner for the count.
             models.Index(fields=["annotation_status", "quality_score"], name="dataset_samples_status_quality"),
+            # GET /dataset/samples?status= (and needs_review) newest first, by cursor: without it SQLite's planner
+            # took the index above for the status and sorted every sample of that status (229 ms at 1M).
+            models.Index(fields=["annotation_status", "-created_at", "-id"], name="dataset_samples_status_created"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["source_key"], name="dataset_samples_source_key_unique"),
