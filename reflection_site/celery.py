@@ -52,10 +52,10 @@ class HotPublisher:
     parent or root task id (it is for requests, not for tasks that start tasks). In eager mode (tests) it is
     ``delay()``.
 
-    A dead broker costs a send up to ``CELERY_BROKER_CONNECTION_TIMEOUT`` and Celery's publish retries (about 2 s
-    with Redis down); after a failed send the process holds its sends off for ``hold_off_s`` seconds, raising
-    ``BrokerHeldOff`` at once, so that one request in that time waits for the broker, not every one. Callers that
-    have a sweep behind them (the gate's) leave the message to it.
+    A send to a dead broker waits for the connection's own attempts (2 s a send with Redis stopped, measured by
+    ``tests/integration/test_outages.py``); after a failed send the process holds its sends off for ``hold_off_s``
+    seconds, raising ``BrokerHeldOff`` at once, so that one request in that time waits for the broker, not every
+    one. Callers that have a sweep behind them (the gate's) leave the message to it.
     """
 
     def __init__(self, task_path: str, *, hold_off_s: float = 5.0) -> None:
