@@ -1,15 +1,28 @@
-"""Only the indexes the queries need (issue 9): no foreign key keeps an index of its own beside one that leads with
-its column, in the models and in the migrated database; ``DropForeignKeyIndex`` drops and restores such an index
-without remaking the table. Re-run on PostgreSQL by the integration suite."""
+"""Every model change has its migration; and only the indexes the queries need (issue 9): no foreign key keeps an
+index of its own beside one that leads with its column, in the models and in the migrated database;
+``DropForeignKeyIndex`` drops and restores such an index without remaking the table. Re-run on PostgreSQL by the
+integration suite."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.apps import apps
+from django.core.management import call_command
 from django.db import connection, models
 from django.db.migrations.executor import MigrationExecutor
 
 APPS = ("sessions_app", "guardian_app", "dataset_app", "reflection_site")
+
+
+@pytest.mark.django_db
+def test_every_model_change_has_its_migration() -> None:
+    out = io.StringIO()
+    try:
+        call_command("makemigrations", "--check", "--dry-run", stdout=out)
+    except SystemExit:
+        pytest.fail(f"a model change has no migration (manage.py makemigrations):\n{out.getvalue()}")
 
 
 def _leading_columns(model: type[models.Model]) -> dict[str, list[str]]:
