@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.db import connection, models
+from django.test.utils import isolate_apps
 
 from reflection_site.models import ApiKey
 from reflection_site.rows import RowWriter
@@ -101,14 +102,16 @@ def test_a_row_without_a_required_value_or_a_model_with_auto_now_is_refused() ->
     with pytest.raises(ValueError, match="channel_id has no value"):
         RowWriter.of(ConversationSession).prepare_mapping({"id": "channel:rows:3"})
 
-    class Stamped(models.Model):  # noqa: DJ008
-        touched = models.DateTimeField(auto_now=True)
+    with isolate_apps("sessions_app"):  # Not in the project's registry (makemigrations would see it).
 
-        class Meta:
-            app_label = "sessions_app"
+        class Stamped(models.Model):  # noqa: DJ008
+            touched = models.DateTimeField(auto_now=True)
 
-    with pytest.raises(ValueError, match="auto_now"):
-        RowWriter(Stamped)
+            class Meta:
+                app_label = "sessions_app"
+
+        with pytest.raises(ValueError, match="auto_now"):
+            RowWriter(Stamped)
 
 
 def test_generated_columns_are_left_to_the_database() -> None:
