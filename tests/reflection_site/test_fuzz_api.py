@@ -202,3 +202,23 @@ def _report(request: pytest.FixtureRequest) -> Iterator[None]:
         line = {"operation": request.node.name, "cases": sum(counts.values()), "statuses": dict(counts)}
         with Path(FUZZ_REPORT).open("a") as fh:
             fh.write(json.dumps(line) + "\n")
+
+
+def test_the_not_blank_pattern_refuses_exactly_what_str_strip_removes_in_every_engine() -> None:
+    # What the fuzz test found twice: a value one regex engine took for blank and another did not.
+    import re
+    from typing import Annotated
+
+    from pydantic import Field, TypeAdapter, ValidationError
+
+    from reflection_site.api import NOT_BLANK
+
+    spaces = {chr(c) for c in range(0x110000) if chr(c).isspace()}
+    pattern = re.compile(NOT_BLANK)
+    assert {chr(c) for c in range(0x110000) if not pattern.match(chr(c))} == spaces  # Python's re
+    pydantic = TypeAdapter(Annotated[str, Field(pattern=NOT_BLANK)])  # pydantic-core's Rust engine
+    for space in spaces:
+        with pytest.raises(ValidationError):
+            pydantic.validate_python(space * 2)
+    for kept in ("a", "\ufeff", "\x00", "\u200b", "ü", "\U0001f600"):  # Not blank for str.strip() either.
+        assert pydantic.validate_python(f" {kept} ") == f" {kept} " and f" {kept} ".strip()
