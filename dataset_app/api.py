@@ -1,7 +1,6 @@
 """The dataset API: collection, samples, annotation, exports, evaluations."""
 
 from collections.abc import Iterator
-from functools import partial
 from http import HTTPStatus
 from pathlib import Path
 from typing import Literal
@@ -228,5 +227,5 @@ def start_evaluation(request: HttpRequest, payload: EvaluationIn) -> Status[Eval
             status=JobStatus.PENDING,
             created_by=_actor(request),
         )
-        transaction.on_commit(partial(run_evaluation.delay, run.id, payload.model, payload.offline), robust=True)
+        transaction.on_commit(lambda: run_evaluation.delay(run.id, payload.model, payload.offline), robust=True)
     return Status(HTTPStatus.ACCEPTED, run)

@@ -210,3 +210,33 @@ def test_evaluations_are_listed_and_started(api_client, django_capture_on_commit
     assert started.json()["status"] == "pending"
     assert len(callbacks) == 1
     assert api_client.get(reverse("api:list_evaluations"), {"stage": "guardian"}).json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "task"),
+    [
+        ("api:create_export", {"format": "openai", "name": "broker-down"}, "dataset_app.tasks.run_export.delay"),
+        (
+            "api:start_evaluation",
+            {"stage": "gate", "split": "all", "offline": True},
+            "dataset_app.tasks.run_evaluation.delay",
+        ),
+    ],
+)
+def test_a_dead_broker_leaves_the_job_pending_for_the_sweep(
+    api_client, django_capture_on_commit_callbacks, monkeypatch, caplog, url, body, task
+):
+    """Django logs a failed robust on_commit callback by its ``__qualname__``: a ``functools.partial`` has none,
+    so the hand-off used to turn a dead broker into a 500 (issue 20)."""
+    from kombu.exceptions import OperationalError
+
+    def broker_down(*args, **kwargs):
+        raise OperationalError("[Errno 111] Connection refused")
+
+    monkeypatch.setattr(task, broker_down)
+    with caplog.at_level("ERROR", logger="django.db.backends.base"), django_capture_on_commit_callbacks(execute=True):
+        response = api_client.post(reverse(url), body)
+
+    assert response.status_code == HTTPStatus.ACCEPTED, response.content
+    assert response.json()["status"] == "pending"
+    assert "Connection refused" in caplog.text
