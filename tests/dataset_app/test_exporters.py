@@ -116,15 +116,66 @@ def test_alpaca_follows_the_seeds_example(dataset):
     assert ex.output_text.startswith("Decision: UPDATE_USER\nFact: Prefers morning check-ins.\nReason: ")
 
 
-def test_sharegpt_carries_the_gate_decision_on_the_gpt_turn(dataset):
+def as_chat(record: dict) -> list[dict[str, str]]:
+    """A ShareGPT record read the way axolotl's and TRL's ShareGPT loaders read it: ``from`` mapped to a chat
+    role, then the rules a chat template enforces (an optional system first, then user and assistant strictly
+    alternating, ending with the assistant)."""
+    roles = {"system": "system", "human": "user", "gpt": "assistant"}
+    chat = [{"role": roles[m["from"]], "content": m["value"]} for m in record["conversations"]]
+    body = chat[1:] if chat and chat[0]["role"] == "system" else chat
+    assert body, "no messages after the system one"
+    for i, message in enumerate(body):
+        assert message["role"] == ("user" if i % 2 == 0 else "assistant"), chat
+        assert isinstance(message["content"], str)
+    assert body[-1]["role"] == "assistant"
+    return chat
+
+
+def test_sharegpt_is_the_conversation_with_the_decision_on_the_last_gpt_turn(dataset):
     row = export("sharegpt", train_split=1.0)
     records = [json.loads(line) for line in read_lines(paths(row)["train"])]
 
-    gate = [r for r in records if r["conversations"][2]["memory_gate_decision"]]
-    assert gate
+    assert records
     for record in records:
-        assert [m["from"] for m in record["conversations"]] == ["system", "human", "gpt"]
-        assert all(isinstance(m["value"], str) for m in record["conversations"])
+        chat = as_chat(record)
+        last = record["conversations"][-1]
+        assert isinstance(last["memory_gate_decision"], str) and isinstance(last["candidate_fact"], str)
+        assert chat[0]["role"] == "system"
+    gate = [r for r in records if r["conversations"][-1]["memory_gate_decision"]]
+    assert gate
+    positive = next(r for r in gate if r["conversations"][-1]["memory_gate_decision"] == "UPDATE_USER")
+    assert [m["value"] for m in positive["conversations"][-2:]] == [
+        "I prefer morning check-ins.",
+        "Noted, I'll schedule check-ins in the morning.",
+    ]
+    assert positive["conversations"][-1]["candidate_fact"] == "Prefers morning check-ins."
+
+
+def test_sharegpt_turns_alternate_whatever_the_window_holds():
+    from dataset_app.exporters import example_of, sharegpt_turns
+
+    content = {
+        "type": "memory_gate_positive",
+        "conversation": [
+            {"role": "agent", "message": "Hello, how can I help?"},
+            {"role": "user", "message": "I use vim."},
+            {"role": "user", "message": "And tmux."},
+            {"role": "agent", "message": "Got it."},
+            {"role": "user", "message": "I prefer dark mode."},
+            {"role": "agent", "message": ""},
+        ],
+        "correctDecision": "UPDATE_USER",
+        "correctFact": "Prefers dark mode.",
+        "reason": "a stable preference",
+    }
+    turns = sharegpt_turns(content, example_of(content))
+
+    assert turns == [
+        ("human", "I use vim.\n\nAnd tmux."),
+        ("gpt", "Got it."),
+        ("human", "I prefer dark mode."),
+        ("gpt", ""),
+    ]
 
 
 def test_files_sizes_and_checksums_are_recorded(dataset):
