@@ -15,7 +15,15 @@ Detection runs in three layers:
    the seed's ``privacyFiltering.redactPatterns``: a keyword followed by a separator and a value
    (``password: hunter2``, ``api_key=abc123``, ``token "xyz"``, ``密码是 hunter2``) has its VALUE redacted.
 3. PII regexes with validation: e-mail, phone (E.164 and common national formats, Chinese mobiles),
-   cards (Luhn), IPv4/IPv6 (``ipaddress``), IBANs (registry length and mod-97 checksum).
+   cards (Luhn), IPv4/IPv6 (``ipaddress``), IBANs (registry length and mod-97 checksum), and national
+   id numbers: Chinese resident identity numbers (18 characters, a province prefix, a real birth date
+   and the ISO 7064 MOD 11-2 check character), US social security numbers (only beside words such as
+   "SSN"; the SSA's area, group and serial rules) and UK National Insurance numbers (HMRC's prefix
+   letters and an A-D suffix).
+
+A national id number is treated as a secret, not as mere PII: like a password it opens accounts
+(tax, banking, benefits), so the write guardian refuses a fact that holds one, every log line hides it,
+and a dataset export without ``include_pii`` replaces it with ``[NATIONAL_ID]``.
 
 Deliberately not detected: git SHAs, UUIDs, hashes and other high-entropy strings. detect-secrets'
 entropy plugins flag every one of them, and an agent's memory is full of them, so they would wreck
@@ -26,6 +34,7 @@ seam between two detectors.
 
 import base64
 import binascii
+import datetime as dt
 import ipaddress
 import logging
 import re
@@ -71,7 +80,7 @@ __all__ = [
 DEFAULT_REDACT_PATTERNS: tuple[str, ...] = ("api[_-]?key", "password", "token", "secret", "-----BEGIN.*-----")
 
 PII_KINDS: frozenset[str] = frozenset({"email", "phone", "card", "ip", "iban"})
-SECRET_KINDS: frozenset[str] = frozenset({"private_key", "jwt", "secret"})
+SECRET_KINDS: frozenset[str] = frozenset({"private_key", "jwt", "secret", "national_id"})
 
 _PLACEHOLDERS: dict[str, str] = {
     "email": "[EMAIL]",
@@ -82,6 +91,7 @@ _PLACEHOLDERS: dict[str, str] = {
     "private_key": "[PRIVATE_KEY]",
     "jwt": "[JWT]",
     "secret": "[SECRET]",
+    "national_id": "[NATIONAL_ID]",
 }
 
 # When two findings overlap, the merged span takes the most sensitive kind: a secret must never be
@@ -90,11 +100,12 @@ _SEVERITY: dict[str, int] = {
     "private_key": 0,
     "jwt": 1,
     "secret": 2,
-    "card": 3,
-    "iban": 4,
-    "email": 5,
-    "phone": 6,
-    "ip": 7,
+    "national_id": 3,
+    "card": 4,
+    "iban": 5,
+    "email": 6,
+    "phone": 7,
+    "ip": 8,
 }
 
 
@@ -568,8 +579,10 @@ def _phone_span(text: str, start: int, end: int) -> tuple[int, int] | None:
     return start, end
 
 
-def _number_findings(text: str) -> Iterator[Finding]:
-    """Phones, cards and IPv4 addresses, each searched only inside a run of digits and separators."""
+def _number_findings(text: str, lowered: str) -> Iterator[Finding]:
+    """Phones, cards, IPv4 addresses, Chinese ids and SSNs, each searched only inside a run of digits and
+    separators."""
+    ssn_possible = any(trigger in lowered for trigger in _SSN_TRIGGERS)
     for run in _NUMBERISH.finditer(text):
         # One character past the run lets the patterns' trailing boundary checks see what follows.
         window = (run.start(), min(len(text), run.end() + 1))
@@ -585,6 +598,11 @@ def _number_findings(text: str) -> Iterator[Finding]:
                 # Issuer ranges start 2-6 (Mastercard 2-series, Amex, Visa, Mastercard, Discover/UnionPay).
                 if number[0] in "23456" and _luhn_ok(number) and not _labelled_number(text, match.start()):
                     yield Finding("card", match.start(), match.end())
+        if digits >= 17:
+            # Two past the run: its check character may be an X, and what follows the X must be seen too.
+            yield from _cn_id_findings(text, run.start(), min(len(text), run.end() + 2))
+        if digits >= 9 and ssn_possible:
+            yield from _ssn_findings(text, *window)
         if digits >= 7:
             for match in _PHONE.finditer(text, *window):
                 span = _phone_span(text, match.start(), match.end())
@@ -608,6 +626,99 @@ def _iban_findings(text: str) -> Iterator[Finding]:
             pos += 1
         if len(chars) == length and (pos == len(text) or text[pos] not in _ALNUM) and _iban_ok("".join(chars)):
             yield Finding("iban", match.start(), pos)
+
+
+# --- National id numbers -------------------------------------------------------------------------
+
+# Chinese resident identity number (GB 11643-1999): 6-digit region, 8-digit birth date, 3-digit sequence,
+# check character; people paste it whole or grouped 6-8-4.
+_CN_ID = re.compile(r"(?<![A-Za-z0-9])(\d{6})[ ]?(\d{8})[ ]?(\d{3}[\dXx])(?![A-Za-z0-9])", re.ASCII)
+# Province-level codes of GB/T 2260 (the first two digits), Taiwan 71, Hong Kong 81, Macau 82, and 83 of the
+# residence permits issued to Taiwan residents.
+_CN_PROVINCES: frozenset[str] = frozenset(
+    "11 12 13 14 15 21 22 23 31 32 33 34 35 36 37 41 42 43 44 45 46 50 51 52 53 54 61 62 63 64 65 71 81 82 83".split()
+)
+_CN_WEIGHTS: tuple[int, ...] = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+_CN_CHECK = "10X98765432"  # ISO 7064 MOD 11-2: the check character for each remainder of the weighted sum
+
+
+def cn_id_check_char(first17: str) -> str:
+    """The ISO 7064 MOD 11-2 check character of the first 17 digits of a Chinese resident identity number."""
+    return _CN_CHECK[sum(int(digit) * weight for digit, weight in zip(first17, _CN_WEIGHTS, strict=True)) % 11]
+
+
+def _cn_birth_date_ok(digits: str) -> bool:
+    year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:])
+    try:
+        born = dt.date(year, month, day)
+    except ValueError:
+        return False
+    return dt.date(1900, 1, 1) <= born <= dt.datetime.now(dt.UTC).date()
+
+
+def _cn_id_ok(region: str, birth: str, tail: str) -> bool:
+    number = region + birth + tail.upper()
+    return region[:2] in _CN_PROVINCES and _cn_birth_date_ok(birth) and cn_id_check_char(number[:17]) == number[17]
+
+
+# US social security number: area-group-serial. Nine digits are too common to take on their own (order and
+# account numbers, timestamps), so a number counts only near a word that names it.
+_SSN = re.compile(r"(?<![A-Za-z0-9-])(\d{3})([- ]?)(\d{2})\2(\d{4})(?![A-Za-z0-9]|-\d)", re.ASCII)
+_SSN_CONTEXT = re.compile(
+    r"(?i:\bssns?\b|\bss\s?#|\bsocial[\s-]+security\b|\bsoc\.?\s?sec\b|\btaxpayer\s+id)|社会安全号|社会保障号|社安号"
+)
+# Numbers the SSA has voided after they were printed on sample cards and used by thousands of people.
+_SSN_VOIDED: frozenset[str] = frozenset({"078051120", "219099999"})
+
+
+def _ssn_ok(area: str, group: str, serial: str) -> bool:
+    # Never issued: area 000, 666 and 900-999 (ITINs), group 00, serial 0000.
+    return (
+        area not in {"000", "666"}
+        and area[0] != "9"
+        and group != "00"
+        and serial != "0000"
+        and area + group + serial not in _SSN_VOIDED
+    )
+
+
+def _ssn_context(text: str, start: int, end: int) -> bool:
+    return _SSN_CONTEXT.search(text, max(0, start - 40), start) is not None or (
+        _SSN_CONTEXT.search(text[end : end + 25]) is not None
+    )
+
+
+# UK National Insurance number: two prefix letters, six digits, suffix A-D (HMRC's NIM39110). The first letter
+# is never D, F, I, Q, U or V, the second never D, F, I, O, Q, U or V, and BG, GB, KN, NK, NT, TN and ZZ are
+# not allocated.
+_UK_NINO = re.compile(
+    r"(?<![A-Za-z0-9])([A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z])[ ]?(\d{2})[ ]?(\d{2})[ ]?(\d{2})[ ]?([A-D])(?![A-Za-z0-9])",
+    re.ASCII,
+)
+_UK_NINO_UNALLOCATED: frozenset[str] = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
+
+
+# Substrings of _SSN_CONTEXT in lower case: without one of them in the text no number can be an SSN.
+_SSN_TRIGGERS: tuple[str, ...] = ("ssn", "ss#", "ss #", "social", "soc", "taxpayer", "社会", "社安")
+
+
+def _cn_id_findings(text: str, start: int, end: int) -> Iterator[Finding]:
+    for match in _CN_ID.finditer(text, start, end):
+        if _cn_id_ok(*match.groups()) and not _labelled_number(text, match.start()):
+            yield Finding("national_id", match.start(), match.end())
+
+
+def _ssn_findings(text: str, start: int, end: int) -> Iterator[Finding]:
+    for match in _SSN.finditer(text, start, end):
+        area, _, group, serial = match.groups()
+        if _ssn_ok(area, group, serial) and _ssn_context(text, match.start(), match.end()):
+            yield Finding("national_id", match.start(), match.end())
+
+
+def _nino_findings(text: str) -> Iterator[Finding]:
+    for match in _UK_NINO.finditer(text):
+        if match.group(1) not in _UK_NINO_UNALLOCATED:
+            yield Finding("national_id", match.start(), match.end())
 
 
 # --- Public API -----------------------------------------------------------------------------------
@@ -640,12 +751,13 @@ def detect(text: str) -> list[Finding]:
         *_ipv6_findings(text),
     ]
     if _DIGIT.search(text):
-        findings += [*_number_findings(text), *_iban_findings(text)]
+        findings += [*_number_findings(text, lowered), *_iban_findings(text), *_nino_findings(text)]
     return _merge(findings)
 
 
 def contains_secret(text: str) -> bool:
-    """True if ``text`` holds a key, token, password or private key: the write guardian refuses these."""
+    """True if ``text`` holds a key, token, password, private key or national id number: the write guardian
+    refuses these."""
     return any(finding.kind in SECRET_KINDS for finding in detect(text))
 
 
