@@ -1,31 +1,50 @@
 """Rollback: undo one audited write, or a whole session's, without losing anything written since.
 
+**The invariant.** Every line of a memory file is owned by a live write, a hand edit (or the file as first
+seen), or a rollback that restored it; a line whose only owner is a rolled-back write is never in the file.
+Ownership is ``git blame`` over the file's versions (``owners_before``): a version's new lines are its own, a
+line a rollback put back keeps the owner it had when its write removed it. Two rules keep the invariant:
+
+- a rollback puts back only lines its write removed, and of those only the ones still owned by something
+  live (``revert_target``): a line that another rollback took out does not come back through this one;
+- ``force`` reverts only the lines the write itself changed (its diff hunks): its lines go, as written or as
+  edited since (a later edit inside a line the write added), and the pre-write text of those hunks is put
+  back; everywhere else the current file wins. It never restores text from the before-snapshot that the write
+  did not touch. Blank lines and a heading that lines of other owners still sit under are structure: a heading
+  a rolled-back write created stays while such lines live under it.
+
 ``rollback_write(audit, reason=…, requested_by=…, force=False)``:
 
 1. Lock the file; reconcile (a hand edit since the last known version becomes a version of its own).
 2. Refuse (409) an audit already rolled back, or one that did not write.
 3. If the file still equals the audit's after-snapshot, restore the before-snapshot (a file the write
    created is removed). Otherwise revert only that write's change on top of the current content with a
-   three-way merge (``merge3``: base = after-snapshot, ours = current file, theirs = before-snapshot);
+   three-way merge (``merge3``: base = after-snapshot, ours = current file, theirs = the revert target);
    where merge3 reports a conflict the region is refined line by line, so a later line added next to
    the reverted one (the usual case: two facts appended one after the other) is not a conflict.
 4. If later changes overlap the write's lines, raise RollbackConflict naming the later audits or hand
-   edits, and change nothing; with ``force`` the reverted side wins in the overlapping regions only.
+   edits, and change nothing; with ``force`` the write's hunks are reverted as above.
 5. Write-ahead: commit the ``Rollback`` (with the snapshot of the content being replaced and the audit's
    previous status) and mark the file pending on the audit; write the file; then, in one transaction,
    mark the audit ``rolled_back`` and record a ``rollback`` file version. A crash in between is finished
    by the reconciler from what the disk holds.
+6. Report what happened from the file: ``rollback.change`` lists the lines removed and restored, measured by
+   diffing the file before and after (empty when the write's lines were already gone).
 
-``rollback_session`` plans every written audit of a session (newest first) in memory and applies only
-if all are clean, or with ``partial`` the clean ones; ``dry_run`` only reports.
+``preview_rollback`` is the same plan as a dry run (the admin's confirmation page shows its exact diff or its
+conflict, and a forced one's own diff). ``rollback_session`` plans every written audit of a session (newest
+first) in memory and applies only if all are clean, or with ``partial`` the clean ones; ``dry_run`` only
+reports; each item carries its measured change and the result says when no file changed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import logging
 import re
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
 from django.conf import settings
@@ -33,7 +52,7 @@ from django.db import transaction
 from merge3 import Merge3
 
 from guardian_app import workspace
-from guardian_app.diffs import Matcher, lines_of
+from guardian_app.diffs import Matcher, lines_of, unified_diff
 from guardian_app.errors import GuardianError, NotRollbackable, RollbackConflict, RollbackDisabled
 from guardian_app.models import FileSnapshot, FileVersion, Rollback, WorkspaceFile, WriteGuardianAudit
 from reflection_site.errors import NotFound
@@ -43,6 +62,15 @@ _HEADING_RE = re.compile(r"^#{1,6}\s")
 
 Status = WriteGuardianAudit.Status
 MAX_CULPRIT_SCAN = 200
+# A later line this alike (difflib's ratio) to a line of the write is that line, edited.
+EDITED_LINE_SIMILARITY = 0.5
+
+
+class RollbackStale(GuardianError):
+    """The file changed between a dry run an operator saw and the confirmation; nothing was changed."""
+
+    code = "rollback_stale"
+    status = HTTPStatus.CONFLICT
 
 
 # --- The merge -----------------------------------------------------------------------------------
@@ -71,62 +99,95 @@ def _is_heading(line: str) -> bool:
     return bool(_HEADING_RE.match(line.rstrip("\r\n")))
 
 
-def _keep_headings(removed: list[str], replacement: list[str], after: list[str]) -> list[str]:
-    """A heading the write created stays when lines added later live under it: a revert must not leave
-    another fact without its section."""
-    if not any(_is_heading(line) for line in removed) or any(_is_heading(line) for line in replacement):
-        return replacement
-    survivors = []
-    for line in after:
-        if _is_heading(line):
-            break
-        survivors.append(line)
-    if not any(line.strip() for line in survivors):
-        return replacement
-    last = max(i for i, line in enumerate(removed) if _is_heading(line))
-    kept = [removed[last]]
-    if last + 1 < len(removed) and not removed[last + 1].strip():
-        kept.append(removed[last + 1])
-    return replacement + kept
+def _similarity(a: str, b: str) -> float:
+    matcher = difflib.SequenceMatcher(None, a.strip(), b.strip(), autojunk=False)
+    return matcher.ratio() if matcher.real_quick_ratio() >= EDITED_LINE_SIMILARITY else 0.0
 
 
-def _resolve_region(base: list[str], ours: list[str], theirs: list[str]) -> list[str] | None:
-    """Apply the revert (base -> theirs) inside one merge3 conflict region onto ``ours``, line by line.
+def _origins(base: list[str], ours: list[str]) -> list[int | None]:
+    """For each line of ``ours``, the base line it is (kept as is) or was edited from (a line of a replaced
+    block at least EDITED_LINE_SIMILARITY alike), or None for a line added later."""
+    origin: list[int | None] = [None] * len(ours)
+    for tag, i1, i2, j1, j2 in Matcher(None, base, ours).get_opcodes():
+        if tag == "equal":
+            for k in range(i2 - i1):
+                origin[j1 + k] = i1 + k
+        elif tag == "replace":
+            for j in range(j1, j2):
+                if not ours[j].strip():
+                    continue
+                score, best = max((_similarity(base[i], ours[j]), i) for i in range(i1, i2))
+                if score >= EDITED_LINE_SIMILARITY:
+                    origin[j] = best
+    return origin
 
-    A change of the revert applies when every base line it touches is still in ``ours``, unchanged and
-    contiguous; a pure insertion needs an unambiguous place (its neighbours in ``ours`` with nothing
-    new between them). Lines that later changes added next to the reverted ones are kept. None when a
-    change of the revert overlaps a later change.
+
+def _revert_region(base: list[str], ours: list[str], theirs: list[str], *, force: bool) -> list[str] | None:
+    """Revert the write (base -> theirs) inside one merge3 conflict region of ``ours``, hunk by hunk.
+
+    A line of ``ours`` goes when it is one of the write's lines (of a hunk of base -> theirs) as written; a
+    write's line already gone is fine. A write's line edited since (a later line at least
+    EDITED_LINE_SIMILARITY alike in its place) is a conflict: None, or with ``force`` it goes too. Every
+    other line stays, whatever the before-snapshot has there: a line the write did not touch is never
+    brought back from it. Each hunk's pre-write lines go where the write's lines were (the first of them
+    still there), else after the line before the hunk, else before the line after it. A heading the write
+    added stays while lines that stay sit under it (unless the revert brings a heading back in its place).
     """
-    kept: dict[int, int] = {}
+    hunk_of: dict[int, int] = {}
+    hunks: list[tuple[int, int, list[str]]] = []
+    for tag, i1, i2, j1, j2 in Matcher(None, base, theirs).get_opcodes():
+        if tag != "equal":
+            for i in range(i1, i2):
+                hunk_of[i] = len(hunks)
+            hunks.append((i1, i2, list(theirs[j1:j2])))
+    exact: dict[int, int] = {}
     for i, j, n in Matcher(None, base, ours).get_matching_blocks():
         for k in range(n):
-            kept[i + k] = j + k
-    edits: list[tuple[int, int, list[str]]] = []
-    for tag, i1, i2, j1, j2 in Matcher(None, base, theirs).get_opcodes():
-        if tag == "equal":
+            exact[j + k] = i + k
+    origin = _origins(base, ours)
+    drop = [False] * len(ours)
+    for j, o in enumerate(origin):
+        if o is None or o not in hunk_of:
             continue
-        replacement = list(theirs[j1:j2])
-        if i2 > i1:
-            if any(i not in kept for i in range(i1, i2)):
-                return None
-            start, end = kept[i1], kept[i2 - 1] + 1
-            if end - start != i2 - i1:
-                return None
-            edits.append((start, end, _keep_headings(base[i1:i2], replacement, ours[end:])))
+        if j not in exact and not force:
+            return None  # A later edit inside a line the write changed.
+        drop[j] = True
+    for j, line in enumerate(ours):
+        if drop[j] and _is_heading(line) and not any(_is_heading(x) for x in hunks[hunk_of[origin[j]]][2]):
+            k = j + 1
+            while k < len(ours) and not _is_heading(ours[k]):
+                if ours[k].strip() and not drop[k]:
+                    drop[j] = False
+                    if j + 1 < len(ours) and drop[j + 1] and not ours[j + 1].strip():
+                        drop[j + 1] = False
+                    break
+                k += 1
+    inserts: dict[int, list[str]] = {}
+    for n, (i1, i2, replacement) in enumerate(hunks):
+        if not replacement:
+            continue
+        mine = [j for j, o in enumerate(origin) if o is not None and hunk_of.get(o) == n]
+        left = [j for j, o in enumerate(origin) if o is not None and o < i1]
+        right = [j for j, o in enumerate(origin) if o is not None and o >= i2]
+        if mine:
+            at = mine[0]
+        elif i1 == 0:
+            at = 0
+        elif left:
+            at = left[-1] + 1
+        elif right:
+            at = right[0]
+        elif force:
+            at = 0
         else:
-            # Between base[i1 - 1] and base[i1]: both neighbours, where they survive, must agree.
-            left = 0 if i1 == 0 else (kept[i1 - 1] + 1 if (i1 - 1) in kept else None)
-            right = len(ours) if i1 == len(base) else kept.get(i1)
-            # Lines added later at the same place: the restored lines go first, where they were.
-            at = left if left is not None else right
-            if at is None:
-                return None
-            edits.append((at, at, replacement))
-    result = list(ours)
-    for start, end, replacement in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-        result[start:end] = replacement
-    return result
+            return None  # Nothing left to place the pre-write lines by.
+        inserts.setdefault(at, []).extend(replacement)
+    out: list[str] = []
+    for j in range(len(ours) + 1):
+        out.extend(inserts.get(j, []))
+        if j < len(ours) and not drop[j]:
+            out.append(ours[j])
+    return out
 
 
 def plan_revert(after: str, current: str | None, before: str | None, *, force: bool = False) -> RevertPlan:
@@ -142,12 +203,12 @@ def plan_revert(after: str, current: str | None, before: str | None, *, force: b
             out.extend(group[1])
             continue
         z, a, b = list(group[1]), list(group[2]), list(group[3])
-        resolved = _resolve_region(z, a, b)
+        resolved = _revert_region(z, a, b, force=False)
         if resolved is not None:
             out.extend(resolved)
             continue
         conflicts.append(ConflictRegion(z, a, b))
-        out.extend(b if force else a)
+        out.extend((_revert_region(z, a, b, force=True) or []) if force else a)
     text = "".join(out)
     content: str | None = text
     if before is None and not text.strip():
@@ -156,6 +217,132 @@ def plan_revert(after: str, current: str | None, before: str | None, *, force: b
         content = None
     method = "forced" if conflicts and force else "merge"
     return RevertPlan(content, method, conflicts)
+
+
+# --- Line ownership ------------------------------------------------------------------------------
+Owner = tuple[str, str]  # ("write", audit id) | ("hand_edit" | "initial", version id) | ("rollback", rollback id)
+
+
+def owners_before(audit: WriteGuardianAudit) -> list[Owner] | None:
+    """Who owns each line of the audit's before-snapshot: ``git blame`` over the file's versions up to the write.
+
+    Each version's new lines belong to it (a write's to its audit, a hand edit's or first sighting's to that
+    version); a line a rollback put back keeps the owner it had when its write removed it. None when the
+    history does not lead to the before-snapshot (then nothing is known, and nothing is filtered).
+    Reads every version before the write once: a rollback that needs it costs one pass over the history.
+    """
+    seq = (
+        FileVersion.objects.filter(audit=audit, kind=FileVersion.Kind.WRITE)
+        .order_by("seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    if seq is None:
+        return None
+    lines: list[str] = []
+    owners: list[Owner] = []
+    removed_by: dict[str, dict[str, list[Owner]]] = {}
+    versions = (
+        FileVersion.objects.filter(file_name=audit.target_file, seq__lt=seq).select_related("snapshot").order_by("seq")
+    )
+    for version in versions.iterator(chunk_size=200):
+        new = lines_of(version.snapshot.content if version.snapshot_id else None)
+        new_owners: list[Owner] = []
+        for tag, i1, i2, j1, j2 in Matcher(None, lines, new).get_opcodes():
+            if tag == "equal":
+                new_owners += owners[i1:i2]
+                continue
+            if version.kind == FileVersion.Kind.WRITE and version.audit_id:
+                gone = removed_by.setdefault(version.audit_id, {})
+                for line, owner in zip(lines[i1:i2], owners[i1:i2], strict=True):
+                    gone.setdefault(line, []).append(owner)
+            for line in new[j1:j2]:
+                if version.kind == FileVersion.Kind.ROLLBACK:
+                    restored = removed_by.get(version.audit_id or "", {}).get(line)
+                    owner = restored.pop(0) if restored else ("rollback", version.rollback_id or version.id)
+                elif version.kind == FileVersion.Kind.WRITE:
+                    owner = ("write", version.audit_id or version.id)
+                else:
+                    owner = (version.kind, version.id)
+                new_owners.append(owner)
+        lines, owners = new, new_owners
+    before = lines_of(_snapshot_text(audit.before_snapshot))
+    return owners if lines == before else None
+
+
+def revert_target(audit: WriteGuardianAudit, before: str | None, after: str | None) -> str | None:
+    """What the rollback puts back where the write changed the file: the before-snapshot, less the lines the
+    write removed whose owner is now a rolled-back write (a line no live write, hand edit or restoring
+    rollback owns never comes back)."""
+    if before is None:
+        return None
+    old = lines_of(before)
+    removed = [
+        i
+        for tag, i1, i2, _j1, _j2 in Matcher(None, old, lines_of(after)).get_opcodes()
+        if tag != "equal"
+        for i in range(i1, i2)
+        if old[i].strip()
+    ]
+    if not removed:
+        return before
+    owners = owners_before(audit)
+    if owners is None:
+        return before
+    writes = {owners[i][1] for i in removed if owners[i][0] == "write"}
+    dead = set(
+        WriteGuardianAudit.objects.filter(id__in=writes).exclude(status=Status.WRITTEN).values_list("id", flat=True)
+    )
+    if not dead:
+        return before
+    dropped = {i for i in removed if owners[i][0] == "write" and owners[i][1] in dead}
+    return "".join(line for i, line in enumerate(old) if i not in dropped)
+
+
+@dataclass(frozen=True)
+class LineChange:
+    """What a rollback did to the file, measured by diffing it before and after."""
+
+    diff: str
+    removed: list[str]
+    restored: list[str]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.diff)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "changed": self.changed,
+            "lines_removed": self.removed,
+            "lines_restored": self.restored,
+            "diff": self.diff,
+        }
+
+    def summary(self) -> str:
+        if not self.changed:
+            return "the file did not change (the write's lines were already gone)"
+        return f"{len(self.removed)} line(s) removed, {len(self.restored)} restored"
+
+
+def measure_change(name: str, old: str | None, new: str | None) -> LineChange:
+    diff = unified_diff(old, new, name)
+    removed, restored = [], []
+    for tag, i1, i2, j1, j2 in Matcher(None, lines_of(old), lines_of(new)).get_opcodes():
+        if tag != "equal":
+            removed += [line.rstrip("\r\n") for line in lines_of(old)[i1:i2]]
+            restored += [line.rstrip("\r\n") for line in lines_of(new)[j1:j2]]
+    return LineChange(diff, removed, restored)
+
+
+def rollback_change(rollback: Rollback) -> LineChange:
+    """A recorded rollback's change to its file (from its version's snapshots), for reports after the fact."""
+    if getattr(rollback, "change", None) is not None:
+        return rollback.change
+    version = FileVersion.objects.filter(rollback=rollback).select_related("snapshot").first()
+    replaced = rollback.replaced_snapshot.content if rollback.replaced_snapshot_id else None
+    restored = version.snapshot.content if version is not None and version.snapshot_id else None
+    return measure_change(rollback.audit.target_file, replaced, restored)
 
 
 # --- Checks and conflict reports -----------------------------------------------------------------
@@ -197,6 +384,8 @@ def describe_version(version: FileVersion) -> str:
         return f"write {version.audit_id} ({fact!r}, {when})"
     if version.kind == FileVersion.Kind.ROLLBACK:
         return f"rollback of {version.audit_id} ({when})"
+    if version.kind == FileVersion.Kind.AGENT_EDIT:
+        return f"agent edit {version.id} ({when})"
     return f"hand edit {version.id} ({when})"
 
 
@@ -220,7 +409,9 @@ def conflict_for(audit: WriteGuardianAudit, plan: RevertPlan) -> RollbackConflic
         for v in culprits
         if v.kind != FileVersion.Kind.HAND_EDIT and v.kind != FileVersion.Kind.INITIAL and v.audit_id
     ]
-    hand_edits = [v.id for v in culprits if v.kind in (FileVersion.Kind.HAND_EDIT, FileVersion.Kind.INITIAL)]
+    # The agent's own edits (openclaw profile) are listed with the hand edits: changes no audit made.
+    outside = (FileVersion.Kind.HAND_EDIT, FileVersion.Kind.AGENT_EDIT, FileVersion.Kind.INITIAL)
+    hand_edits = [v.id for v in culprits if v.kind in outside]
     named = "; ".join(describe_version(v) for v in culprits) or "changes made since"
     return RollbackConflict(
         f"Rolling back {audit.id} would overwrite later changes to {audit.target_file} that overlap it: {named}. "
@@ -271,10 +462,8 @@ def _apply_locked(
         if not WriteGuardianAudit.objects.filter(id=audit.id, status=Status.WRITTEN).exists():
             audit.refresh_from_db()
             check_rollbackable(audit)
-        if plan.method == "restore":
-            restored = audit.before_snapshot
-        else:
-            restored = workspace.snapshot_of(name, plan.content)
+        # The same snapshot as the before-snapshot when the whole of it comes back (stored once per content).
+        restored = workspace.snapshot_of(name, plan.content)
         rollback = Rollback.objects.create(
             audit=audit,
             rolled_back_by=requested_by,
@@ -325,31 +514,92 @@ def _clean_reason(reason: str) -> str:
     return reason
 
 
-def rollback_write(audit: WriteGuardianAudit, *, reason: str, requested_by: str, force: bool = False) -> Rollback:
+def _plan_locked(
+    audit: WriteGuardianAudit, state: workspace.FileState, *, force: bool
+) -> tuple[RevertPlan, RollbackConflict | None]:
+    """The revert of ``audit`` on the file as ``state`` holds it (file lock held, after ``sync``)."""
+    current = state.content
+    before = _snapshot_text(audit.before_snapshot)
+    unchanged = current is not None and state.content_hash == audit.after_snapshot.content_hash
+    after = audit.after_snapshot.content
+    target = revert_target(audit, before, after)
+    if unchanged and target == before:
+        plan = RevertPlan(before, "restore")  # Unchanged since the write: no need to merge.
+    else:
+        plan = plan_revert(after, current, target, force=force)
+    conflict = conflict_for(audit, plan) if plan.conflicts else None
+    return plan, conflict
+
+
+def _fresh(audit: WriteGuardianAudit) -> WriteGuardianAudit:
+    return WriteGuardianAudit.objects.select_related("before_snapshot", "after_snapshot").get(id=audit.id)
+
+
+@dataclass
+class RollbackPreview:
+    """A dry run of one rollback: what the file would become (``change``) or the conflict that stops it."""
+
+    audit: WriteGuardianAudit
+    force: bool
+    content_hash: str  # of the file the plan was made on ("" for no file): a confirmation must match it
+    plan: RevertPlan
+    change: LineChange
+    conflict: RollbackConflict | None
+
+    @property
+    def method(self) -> str:
+        return self.plan.method
+
+
+def preview_rollback(audit: WriteGuardianAudit, *, force: bool = False) -> RollbackPreview:
+    """Run the rollback as a dry run: the exact change it would make now, or its conflict; nothing is written
+    but the record of a hand edit made since the last look (as any look at the file does).
+
+    Raises NotRollbackable, RollbackDisabled, FileBusy as ``rollback_write`` does.
+    """
+    check_rollbackable(audit)
+    name = audit.target_file
+    with workspace.file_lock(name):
+        state = workspace.sync(name)
+        fresh = _fresh(audit)
+        check_rollbackable(fresh)
+        plan, conflict = _plan_locked(fresh, state, force=force)
+    change = measure_change(name, state.content, state.content if conflict and not force else plan.content)
+    return RollbackPreview(fresh, force, state.content_hash or "", plan, change, None if force else conflict)
+
+
+def rollback_write(
+    audit: WriteGuardianAudit,
+    *,
+    reason: str,
+    requested_by: str,
+    force: bool = False,
+    expected_hash: str | None = None,
+) -> Rollback:
     """Undo one write and keep everything written since (steps in the module docstring).
 
+    The returned ``Rollback`` carries ``change``: the lines removed and restored, measured by diffing the file
+    before and after. ``expected_hash`` (a confirmation page's): the file must still be the one the operator
+    saw, or RollbackStale is raised and nothing changes.
+
     Raises NotRollbackable (already rolled back, or nothing written), RollbackConflict (later changes
-    overlap; nothing changed), RollbackDisabled, FileBusy.
+    overlap; nothing changed), RollbackStale, RollbackDisabled, FileBusy.
     """
     reason = _clean_reason(reason)
     check_rollbackable(audit)
     name = audit.target_file
     with workspace.file_lock(name):
         state = workspace.sync(name)
-        fresh = (
-            WriteGuardianAudit.objects.select_related("before_snapshot", "after_snapshot")
-            .defer("after_snapshot__content")
-            .get(id=audit.id)
-        )
+        fresh = _fresh(audit)
         check_rollbackable(fresh)
+        if expected_hash is not None and expected_hash != (state.content_hash or ""):
+            raise RollbackStale(
+                f"{name} changed since the rollback of {audit.id} was shown; nothing was changed. Look again."
+            )
         current = state.content
-        before = _snapshot_text(fresh.before_snapshot)
-        if current is not None and state.content_hash == fresh.after_snapshot.content_hash:
-            plan = RevertPlan(before, "restore")  # Unchanged since the write: no need to load or merge it.
-        else:
-            plan = plan_revert(fresh.after_snapshot.content, current, before, force=force)
-        if plan.conflicts and not force:
-            raise conflict_for(fresh, plan)
+        plan, conflict = _plan_locked(fresh, state, force=force)
+        if conflict is not None and not force:
+            raise conflict
         # After sync the file holds its current version's content: that snapshot is what is replaced.
         replaced = FileSnapshot(id=state.snapshot_id) if state.snapshot_id and current is not None else None
         rollback = _apply_locked(
@@ -362,6 +612,7 @@ def rollback_write(audit: WriteGuardianAudit, *, reason: str, requested_by: str,
             replaced=replaced,
             seq=state.seq + 1,  # The lock is held: the current version is the last one.
         )
+    rollback.change = measure_change(name, current, plan.content)
     audit.status = fresh.status
     return rollback
 
@@ -376,6 +627,7 @@ class PlannedRollback:
     plan: RevertPlan | None = None
     current: str | None = None
     rollback: Rollback | None = None
+    change: LineChange | None = None  # clean or rolled back: the change to the file, measured by diffing it
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -385,6 +637,9 @@ class PlannedRollback:
             "status": self.status,
             "message": self.message,
             "rollback_id": self.rollback.id if self.rollback else None,
+            "changed": self.change.changed if self.change else False,
+            "lines_removed": self.change.removed if self.change else [],
+            "lines_restored": self.change.restored if self.change else [],
         }
         if self.conflict is not None:
             out["later_audits"] = self.conflict.later_audits
@@ -404,6 +659,28 @@ class SessionRollback:
     def conflicts(self) -> list[PlannedRollback]:
         return [item for item in self.items if item.status == "conflict"]
 
+    @property
+    def files_changed(self) -> bool:
+        """Whether the files changed (applied) or would change (a dry run's clean items), by their diffs."""
+        wanted = "clean" if self.dry_run else "rolled_back"
+        return any(i.change is not None and i.change.changed for i in self.items if i.status == wanted)
+
+    def summary(self) -> str:
+        done = sum(1 for i in self.items if i.status == "rolled_back")
+        if not self.items:
+            return f"Session {self.session_id} has no written audits to roll back; nothing changed."
+        if self.dry_run:
+            clean = sum(1 for i in self.items if i.status == "clean")
+            tail = "" if self.files_changed else "; the files would not change"
+            return f"Dry run: {clean} of {len(self.items)} write(s) can be rolled back cleanly{tail}."
+        if not self.applied:
+            return f"{len(self.conflicts)} write(s) conflict; nothing was rolled back and nothing changed."
+        removed = sum(len(i.change.removed) for i in self.items if i.status == "rolled_back" and i.change)
+        restored = sum(len(i.change.restored) for i in self.items if i.status == "rolled_back" and i.change)
+        if not self.files_changed:
+            return f"Marked {done} write(s) rolled back; their lines were already gone, so no file changed."
+        return f"Rolled back {done} write(s): {removed} line(s) removed, {restored} restored."
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "session_id": self.session_id,
@@ -413,6 +690,8 @@ class SessionRollback:
             "planned": len(self.items),
             "rolled_back": sum(1 for i in self.items if i.status == "rolled_back"),
             "conflicts": len(self.conflicts),
+            "changed": self.files_changed,
+            "summary": self.summary(),
             "items": [item.as_dict() for item in self.items],
         }
 
@@ -458,16 +737,17 @@ def rollback_session(
         items: list[PlannedRollback] = []
         for audit in audits:
             current = simulated[audit.target_file]
-            plan = plan_revert(
-                _snapshot_text(audit.after_snapshot) or "", current, _snapshot_text(audit.before_snapshot)
-            )
+            after = _snapshot_text(audit.after_snapshot) or ""
+            plan = plan_revert(after, current, revert_target(audit, _snapshot_text(audit.before_snapshot), after))
             if plan.conflicts:
                 conflict = conflict_for(audit, plan)
                 items.append(
                     PlannedRollback(audit, "conflict", conflict.message, conflict=conflict, plan=plan, current=current)
                 )
                 continue
-            items.append(PlannedRollback(audit, "clean", "can be rolled back cleanly", plan=plan, current=current))
+            change = measure_change(audit.target_file, current, plan.content)
+            message = "can be rolled back cleanly" + ("" if change.changed else "; the file would not change")
+            items.append(PlannedRollback(audit, "clean", message, plan=plan, current=current, change=change))
             simulated[audit.target_file] = plan.content
         result = SessionRollback(session_id, dry_run, partial, False, items)
         if dry_run or not items or (result.conflicts and not partial):
@@ -479,6 +759,7 @@ def rollback_session(
             item.rollback = _apply_locked(
                 item.audit, item.plan, item.current, reason=reason, requested_by=requested_by or "system", forced=False
             )
-            item.status, item.message = "rolled_back", "rolled back"
+            item.rollback.change = item.change
+            item.status, item.message = "rolled_back", f"rolled back: {item.change.summary()}"
         result.applied = any(item.status == "rolled_back" for item in items)
         return result

@@ -255,3 +255,131 @@ def test_session_rollback_of_an_unknown_session_is_404():
 
     with pytest.raises(NotFound):
         rollback_session("nope", reason="x", requested_by="alice")
+
+
+# --- Issue 17: nothing rolled back comes back, and every report is measured on the file --------------
+def _raw_write(name: str, new_content: str, fact: str) -> WriteGuardianAudit:
+    """A written audit whose edit is ``new_content`` (as an LLM guardian's replace or delete edit would be)."""
+    from guardian_app.guardian import Outcome, _new_audit, _record_locked
+
+    with workspace.file_lock(name):
+        state = workspace.sync(name)
+        return _record_locked(
+            state,
+            Outcome(Status.WRITTEN, "edit", new_content=new_content),
+            _new_audit(name, fact, decision=None, source="reflect", source_ref=fact, retry_of=None, requested_by="t"),
+        )
+
+
+def test_a_forced_rollback_never_resurrects_a_fact_another_rollback_removed(write, user_md):
+    """Issue 17, scenario 1: fact A rolled back; a later write's forced rollback must not bring A back (A is in
+    that write's before-snapshot, but the write did not touch it)."""
+    a = write("Prefers green tea in the afternoon.", session_id="s1")
+    b = write("Likes long walks on Sundays.", session_id="s1")
+    rollback_write(a, reason="wrong", requested_by="alice")
+    assert "green tea" not in user_md.read_text()
+    write("Enjoys chess problems in the evening.", session_id="s1")
+    user_md.write_text(user_md.read_text().replace("long walks on Sundays", "long walks on Saturdays"))
+    edited = user_md.read_text()
+
+    with pytest.raises(RollbackConflict):
+        rollback_write(b, reason="wrong", requested_by="alice")
+    forced = rollback_write(b, reason="wrong", requested_by="alice", force=True)
+
+    text = user_md.read_text()
+    assert "green tea" not in text, "a rolled-back fact came back"
+    assert "long walks" not in text  # The write's own line, edited since: the pre-write text (nothing) wins there.
+    assert "chess problems" in text  # A later write the forced rollback did not touch.
+    assert forced.change.removed == ["- Likes long walks on Saturdays."] and forced.change.restored == []
+    assert forced.change.diff == workspace_diff(edited, text)
+
+
+def workspace_diff(old: str, new: str) -> str:
+    from guardian_app.diffs import unified_diff
+
+    return unified_diff(old, new, "USER.md")
+
+
+def test_a_session_rollback_reports_what_it_changed_and_a_rolled_back_fact_stays_gone(write, user_md):
+    """Issue 17, scenario 2: after the forced rollback, rolling the session back reports per write what left the
+    file, and says so when a write's lines were already gone; A, rolled back first, is not in the file."""
+    a = write("Prefers green tea in the afternoon.", session_id="s1")
+    b = write("Likes long walks on Sundays.", session_id="s1")
+    rollback_write(a, reason="wrong", requested_by="alice")
+    c = write("Enjoys chess problems in the evening.", session_id="s1")
+    user_md.write_text(user_md.read_text().replace("long walks on Sundays", "long walks on Saturdays"))
+    rollback_write(b, reason="wrong", requested_by="alice", force=True)
+    before = user_md.read_text()
+
+    result = rollback_session("s1", reason="bad session", requested_by="alice")
+
+    assert [i.audit.id for i in result.items] == [c.id]
+    assert result.applied and result.files_changed
+    assert result.items[0].change.removed == ["- Enjoys chess problems in the evening."]
+    assert result.as_dict()["summary"] == "Rolled back 1 write(s): 1 line(s) removed, 0 restored."
+    assert "green tea" not in user_md.read_text() and "chess" not in user_md.read_text()
+    assert result.items[0].change.diff == workspace_diff(before, user_md.read_text())
+    # Every rolled-back write's fact is out of the file: the records and the file agree.
+    for audit in WriteGuardianAudit.objects.filter(status=Status.ROLLED_BACK):
+        assert f"- {audit.candidate_fact}" not in user_md.read_text()
+
+
+def test_a_plain_rollback_does_not_restore_a_line_whose_write_was_rolled_back(write, user_md):
+    """Y writes L; W deletes L; Y's rollback finds L already gone; W's rollback must not bring L back."""
+    y = write("Prefers green tea in the afternoon.")
+    write("Likes long walks on Sundays.")
+    w = _raw_write("USER.md", user_md.read_text().replace("- Prefers green tea in the afternoon.\n", ""), "drop tea")
+    rollback_write(y, reason="wrong", requested_by="alice")  # Nothing of Y is left in the file.
+
+    rollback = rollback_write(w, reason="wrong", requested_by="alice")
+
+    assert "green tea" not in user_md.read_text()
+    assert "long walks" in user_md.read_text()
+    assert not rollback.change.changed and rollback.change.summary().startswith("the file did not change")
+
+
+def test_a_plain_rollback_restores_a_line_whose_owner_is_live(write, user_md):
+    write("Prefers green tea in the afternoon.")
+    write("Likes long walks on Sundays.")
+    w = _raw_write("USER.md", user_md.read_text().replace("- Prefers green tea in the afternoon.\n", ""), "drop tea")
+    rollback = rollback_write(w, reason="wrong", requested_by="alice")
+    assert "- Prefers green tea in the afternoon." in user_md.read_text()
+    assert rollback.change.restored == ["- Prefers green tea in the afternoon."] and rollback.change.removed == []
+
+
+def test_force_keeps_a_later_edit_of_a_line_the_write_did_not_touch(write, user_md):
+    user_md.write_text("## Preferences\n\n- Lives in Lisbon.\n")
+    first = write("Prefers green tea in the afternoon.")
+    text = user_md.read_text().replace("green tea", "jasmine tea").replace("Lisbon", "Porto")
+    user_md.write_text(text)
+    rollback_write(first, reason="wrong", requested_by="alice", force=True)
+    assert user_md.read_text() == "## Preferences\n\n- Lives in Porto.\n"
+
+
+def test_preview_shows_the_exact_change_or_the_conflict_and_writes_nothing(write, user_md):
+    from guardian_app.rollback import preview_rollback
+
+    user_md.write_text("## Preferences\n\n- Lives in Lisbon.\n")
+    audit = write("Prefers green tea in the afternoon.")
+    clean = preview_rollback(audit)
+    assert clean.conflict is None and clean.change.removed == ["- Prefers green tea in the afternoon."]
+    user_md.write_text(user_md.read_text().replace("green tea", "jasmine tea"))
+    edited = user_md.read_text()
+    conflicted = preview_rollback(audit)
+    assert conflicted.conflict is not None and not conflicted.change.changed
+    forced = preview_rollback(audit, force=True)
+    assert forced.change.removed == ["- Prefers jasmine tea in the afternoon."]
+    assert user_md.read_text() == edited and not Rollback.objects.exists()
+    done = rollback_write(audit, reason="x", requested_by="alice", force=True, expected_hash=forced.content_hash)
+    assert done.change.diff == forced.change.diff  # What was shown is what happened.
+
+
+def test_a_confirmation_made_on_an_older_file_changes_nothing(write, user_md):
+    from guardian_app.rollback import RollbackStale, preview_rollback
+
+    audit = write("Prefers green tea in the afternoon.")
+    seen = preview_rollback(audit)
+    user_md.write_text(user_md.read_text() + "- Typed by hand.\n")
+    with pytest.raises(RollbackStale):
+        rollback_write(audit, reason="x", requested_by="alice", expected_hash=seen.content_hash)
+    assert "green tea" in user_md.read_text() and not Rollback.objects.exists()
