@@ -12,28 +12,76 @@ few milliseconds, an idle one costs what it did.
 Its channel also lists the queue folder once per batch instead of once per message: kombu's lists and sorts
 the whole folder for every message it takes, which made draining a backlog of n messages cost n² (a worker
 catching up on 500 turns spent more time listing than deciding).
+
+A message becomes visible only once it is complete and durable (issue 16), as in the maildir protocol: kombu's
+channel created the message file in the queue folder and then wrote it, so a consumer listing the folder could
+take a file its producer had not finished writing, fail to parse it and take the worker down. Here the producer
+writes the message under its final name in a folder of its own (``tmp_folder``, on the same file system), fsyncs
+it and renames it into the queue folder: a rename is atomic, so a consumer sees the whole message or nothing. A
+file in the queue folder that still cannot be read as a message (written by hand, cut short by a full disk, or
+left by an older version) is moved to ``bad_folder`` with an ERROR log line naming it, and the consumer goes on
+with the next message.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import uuid
 from collections import deque
+from functools import cached_property
 from queue import Empty  # What kombu's virtual transport raises when no queue gave a message.
 from time import monotonic, sleep
 from typing import Any
 
 from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
-from kombu.utils.encoding import bytes_to_str
-from kombu.utils.json import loads
+from kombu.utils.encoding import bytes_to_str, str_to_bytes
+from kombu.utils.json import dumps, loads
+
+logger = logging.getLogger(__name__)
 
 
 class FilesystemChannel(filesystem.Channel):
-    """kombu's filesystem channel, taking messages from one listing of the folder until it runs out."""
+    """kombu's filesystem channel: messages renamed in once written and fsynced, taken from one listing of the
+    folder until it runs out, and a message that cannot be read set aside instead of raised."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._listed: dict[str, deque[str]] = {}
+
+    @cached_property
+    def tmp_folder(self) -> str:
+        """Where a message is written before it is renamed into the queue folder (same file system)."""
+        folder = self.transport_options.get("tmp_folder") or os.path.join(
+            os.path.dirname(os.path.abspath(self.data_folder_out)), "tmp"
+        )
+        os.makedirs(folder, exist_ok=True)
+        return folder
+
+    @cached_property
+    def bad_folder(self) -> str:
+        """Where a queue file that is not a readable message is moved."""
+        folder = self.transport_options.get("bad_folder") or os.path.join(
+            os.path.dirname(os.path.abspath(self.data_folder_in)), "bad"
+        )
+        os.makedirs(folder, exist_ok=True)
+        return folder
+
+    def _put(self, queue: str, payload: dict[str, Any], **kwargs: Any) -> None:
+        """Put a message on ``queue``: written and fsynced under ``tmp_folder``, then renamed into the queue.
+
+        The name is kombu's (the time in ms first, so a listing sorted by name is oldest first)."""
+        filename = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
+        written = os.path.join(self.tmp_folder, filename)
+        try:
+            with open(os.open(written, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
+                file.write(str_to_bytes(dumps(payload)))
+                file.flush()
+                os.fsync(file.fileno())
+            os.rename(written, os.path.join(self.data_folder_out, filename))
+        except OSError as exc:
+            raise ChannelError(f"Cannot add file {filename!r} to directory") from exc
 
     def _get(self, queue: str) -> dict[str, Any]:
         """The oldest message of ``queue`` (file names start with the time they were written), as kombu's."""
@@ -54,12 +102,27 @@ class FilesystemChannel(filesystem.Channel):
             try:
                 with open(taken, "rb") as message:
                     payload = message.read()
-                if not self.store_processed:
-                    os.remove(taken)
             except OSError as exc:
                 raise ChannelError(f"Cannot read file {taken!r} from queue.") from exc
-            return loads(bytes_to_str(payload))
+            try:
+                decoded = loads(bytes_to_str(payload))
+                self.Message(decoded, channel=self)  # What the consumer will build: it must not fail there.
+            except Exception as exc:  # noqa: BLE001 - any unreadable message is set aside, never raised
+                self._set_aside(taken, filename, exc)
+                continue
+            if not self.store_processed:
+                os.remove(taken)
+            return decoded
         raise Empty()
+
+    def _set_aside(self, taken: str, filename: str, exc: Exception) -> None:
+        bad = os.path.join(self.bad_folder, filename)
+        try:
+            os.rename(taken, bad)
+        except OSError as move_error:
+            logger.error("unreadable message %s (%s) could not be moved to %s: %s", taken, exc, bad, move_error)
+            return
+        logger.error("unreadable message %s moved to %s: %s: %s", filename, bad, type(exc).__name__, exc)
 
 
 class FilesystemTransport(filesystem.Transport):

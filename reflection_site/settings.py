@@ -155,12 +155,16 @@ else:
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 BROKER_DIR = DATA_DIR / "broker"
 if not REDIS_URL:
-    for _sub in ("queue", "processed", "control"):
+    for _sub in ("queue", "processed", "control", "tmp", "bad"):
         (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        # A message is written and fsynced here, then renamed into the queue (reflection_site/broker.py); a queue
+        # file that is not a readable message is moved to bad/ with an ERROR log line.
+        "tmp_folder": str(BROKER_DIR / "tmp"),
+        "bad_folder": str(BROKER_DIR / "bad"),
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
         # A worker with nothing to take sleeps this long before it looks again (kombu's default of 1 s caps a

@@ -318,3 +318,100 @@ def test_the_hot_publisher_runs_the_task_in_eager_mode(settings: Any, monkeypatc
     )
     HotPublisher("sessions_app.tasks.run_gate")("01TURN")
     assert ran == ["turn"]
+
+
+# --- Issue 16: a message is visible only once complete; an unreadable one is set aside ----------------------------
+
+
+def test_a_message_is_renamed_into_the_queue_only_once_written_and_fsynced(tmp_path: Path) -> None:
+    seen: list[tuple[str, bytes, list[str]]] = []
+    synced: list[int] = []
+    real_rename, real_fsync = os.rename, os.fsync
+
+    def rename(src: str, dst: str) -> None:
+        if str(src).startswith(str(tmp_path / "tmp")):
+            seen.append((dst, Path(src).read_bytes(), os.listdir(tmp_path / "queue")))
+        real_rename(src, dst)
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    with _connection(tmp_path) as conn:
+        with (
+            mock.patch("reflection_site.broker.os.rename", rename),
+            mock.patch("reflection_site.broker.os.fsync", fsync),
+        ):
+            conn.Producer().publish({"n": 1}, exchange=_queue().exchange, routing_key="q", declare=[_queue()])
+    [(destination, content, queue_before)] = seen
+    assert Path(destination).parent == tmp_path / "queue" and queue_before == []
+    assert b'"n": 1' in content or b'"body"' in content  # The whole message, before it is visible.
+    assert len(synced) == 1
+    assert [p.name for p in (tmp_path / "queue").iterdir()] == [Path(destination).name]
+    assert not list((tmp_path / "tmp").iterdir())
+
+
+_PUBLISH = """
+import sys
+from kombu import Connection, Exchange, Queue
+from reflection_site.broker import FilesystemTransport
+folder = sys.argv[1]
+queue = Queue("q", Exchange("q", type="direct"), routing_key="q")
+with Connection("filesystem://", transport=FilesystemTransport, transport_options={
+    "data_folder_in": folder + "/queue", "data_folder_out": folder + "/queue",
+    "processed_folder": folder + "/processed"}) as conn:
+    producer = conn.Producer()
+    for n in range(int(sys.argv[2])):
+        producer.publish({"n": n, "pad": "x" * 200_000}, exchange=queue.exchange, routing_key="q", declare=[queue])
+"""
+
+
+def test_a_consumer_polling_while_a_producer_writes_big_messages_gets_each_whole_once(tmp_path: Path) -> None:
+    """kombu's own channel created the file in the queue folder and then wrote it: a consumer listing the folder in
+    between took a partial file and failed to parse it (issue 16). Here a producer process writes 200 kB messages
+    while this process takes them as fast as it can."""
+    import subprocess
+    import sys
+
+    count = 150
+    with _connection(tmp_path, polling_interval=0.001) as conn:
+        received: list[int] = []
+        with conn.Consumer(_queue(), callbacks=[lambda body, message: (received.append(body["n"]), message.ack())]):
+            conn.Producer().publish(
+                {"n": -1, "pad": ""}, exchange=_queue().exchange, routing_key="q", declare=[_queue()]
+            )
+            producer = subprocess.Popen(
+                [sys.executable, "-c", _PUBLISH, str(tmp_path), str(count)], cwd=Path(__file__).resolve().parents[2]
+            )
+            deadline = time.monotonic() + 60
+            while len(received) < count + 1 and time.monotonic() < deadline:
+                try:
+                    conn.drain_events(timeout=0.5)
+                except TimeoutError:
+                    pass
+            assert producer.wait(timeout=30) == 0
+    assert sorted(received) == list(range(-1, count))  # Every message once, none partial.
+    assert not (tmp_path / "bad").exists() or not list((tmp_path / "bad").iterdir())
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b'{"body": "eyJu", "properties": {"deli', b"[1, 2]", b'{"body": "x"}', b"\xff\xfe not json"],
+    ids=["empty", "truncated", "not-an-object", "no-properties", "not-utf8"],
+)
+def test_an_unreadable_message_file_is_set_aside_and_the_next_message_is_taken(
+    tmp_path: Path, content: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    with _connection(tmp_path) as conn:
+        producer = conn.Producer()
+        producer.publish({"n": 1}, exchange=_queue().exchange, routing_key="q", declare=[_queue()])
+        # Older than the real message: taken first.
+        (tmp_path / "queue" / "0_bad.q.msg").write_bytes(content)
+        time.sleep(0.002)
+        producer.publish({"n": 2}, exchange=_queue().exchange, routing_key="q", declare=[_queue()])
+        with caplog.at_level("ERROR", logger="reflection_site.broker"):
+            assert _drain(conn, 2) == [{"n": 1}, {"n": 2}]
+    assert (tmp_path / "bad" / "0_bad.q.msg").read_bytes() == content
+    assert not list((tmp_path / "queue").iterdir())
+    [record] = caplog.records
+    assert record.levelname == "ERROR" and "0_bad.q.msg" in record.getMessage()
