@@ -11,6 +11,11 @@ The real ``openai`` SDK talks to it over HTTP, so the client's timeouts, retries
 (``smart_responder`` unless ``set_default`` changed it). ``POST /v1/embeddings`` answers with
 deterministic hashed bag-of-words vectors, so similar texts get similar vectors. Every JSON body
 received is appended to ``requests`` (its path to ``paths``).
+
+A request with ``"stream": true`` (OpenClaw's ``openai-completions`` transport asks for one) is answered
+as server-sent ``chat.completion.chunk`` events ending in ``data: [DONE]``, with the usage in a last chunk
+when ``stream_options.include_usage`` asks for it. A ``FakeReply`` with ``tool_calls`` answers with
+those calls (``finish_reason: "tool_calls"``), streamed or not.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ class FakeReply:
     model: str = "fake-model-1"
     usage: tuple[int, int] | None = (11, 7)
     body: str | None = None  # Sent as the whole response body instead of a chat completion (a broken proxy).
+    # [{"id": "call_1", "name": "read", "arguments": {...} or "<json>"}]: the assistant calls these tools.
+    tool_calls: list[dict] | None = None
 
 
 Responder = Callable[[dict], "str | dict | FakeReply"]
@@ -145,6 +152,49 @@ def skill_responder(body: dict) -> dict:
     }
 
 
+# --- An OpenClaw agent (tests/integration/test_openclaw_*.py drive the real `openclaw agent`) --------------
+OPENCLAW_MARKER = "running inside OpenClaw"
+# A user message naming a file ("… read notes.txt …") gets a `read` tool call for it, then a reply.
+_OPENCLAW_FILE = re.compile(r"(?<![\w/.-])([\w-]+\.(?:txt|md|json))\b")
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def openclaw_responder(body: dict) -> FakeReply:
+    """Answer an OpenClaw agent turn: a tool call when the user's message names a file (once per turn), a
+    reply quoting the tool result after it, else a short acknowledgement of the user's words."""
+    messages = body.get("messages", [])
+    # OpenClaw adds user-role blocks of its own (internal context) after the prompt and after tool results.
+    internal = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
+    asked = max(
+        (
+            i
+            for i, m in enumerate(messages)
+            if m.get("role") == "user" and not _text_of(m.get("content")).lstrip().startswith(internal)
+        ),
+        default=-1,
+    )
+    prompt = _text_of(messages[asked].get("content")) if asked >= 0 else ""
+    prompt = re.sub(r"^\[[^\]]*\d{2}:\d{2}[^\]]*\]\s*", "", prompt).split("\n\nRuntime:")[0]
+    prompt = prompt.split(internal)[0].strip()
+    results = [m for m in messages[asked + 1 :] if m.get("role") == "tool"]
+    if results:
+        first_line = _text_of(results[-1].get("content")).strip().splitlines()[:1]
+        return FakeReply(content=f"The file says: {first_line[0] if first_line else '(empty)'}")
+    match = _OPENCLAW_FILE.search(prompt)
+    tools = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+    if match and "read" in tools:
+        call_id = "call_" + hashlib.sha1(prompt.encode()).hexdigest()[:10]
+        return FakeReply(
+            content="", tool_calls=[{"id": call_id, "name": "read", "arguments": {"path": match.group(1)}}]
+        )
+    return FakeReply(content=f"Noted: {prompt[:200]}")
+
+
 # Marker in the system message -> the function that answers such prompts. Other parts add theirs here
 # (the write guardian: "ROLE: write_guardian" -> an append edit of the fact).
 RESPONDERS: dict[str, Responder] = {
@@ -152,6 +202,7 @@ RESPONDERS: dict[str, Responder] = {
     "ROLE: write_guardian": guardian_responder,
     "ROLE: reflect": reflect_responder,
     "ROLE: skill_draft": skill_responder,
+    OPENCLAW_MARKER: openclaw_responder,
 }
 
 
@@ -256,6 +307,44 @@ class FakeLLM:
         return FakeReply(content=reply)
 
 
+def _tool_calls(reply: FakeReply) -> list[dict]:
+    return [
+        {
+            "id": call.get("id") or f"call_{index}",
+            "type": "function",
+            "function": {
+                "name": call["name"],
+                "arguments": call["arguments"]
+                if isinstance(call.get("arguments"), str)
+                else json.dumps(call.get("arguments") or {}, ensure_ascii=False),
+            },
+        }
+        for index, call in enumerate(reply.tool_calls or [])
+    ]
+
+
+def _chat_completion_stream(reply: FakeReply, body: dict) -> str:
+    """The reply as server-sent events: role and content, each tool call, the finish reason, the usage."""
+    content = reply.content if isinstance(reply.content, str) else json.dumps(reply.content, ensure_ascii=False)
+    head = {
+        "id": "chatcmpl-fake-" + hashlib.sha1(str(time.time_ns()).encode()).hexdigest()[:12],
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": reply.model,
+    }
+    deltas: list[dict] = [{"role": "assistant", "content": content}] if content else [{"role": "assistant"}]
+    deltas += [{"tool_calls": [{"index": index, **call}]} for index, call in enumerate(_tool_calls(reply))]
+    chunks = [{**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
+    finish = "tool_calls" if reply.tool_calls else "stop"
+    chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    if reply.usage is not None and (body.get("stream_options") or {}).get("include_usage"):
+        prompt, completion = reply.usage
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        chunks.append({**head, "choices": [], "usage": usage})
+    events = [f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n" for chunk in chunks]
+    return "".join(events) + "data: [DONE]\n\n"
+
+
 def _chat_completion(reply: FakeReply, body: dict) -> dict:
     content = reply.content if isinstance(reply.content, str) else json.dumps(reply.content, ensure_ascii=False)
     out: dict[str, Any] = {
@@ -266,8 +355,12 @@ def _chat_completion(reply: FakeReply, body: dict) -> dict:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": content,
+                    **({"tool_calls": _tool_calls(reply)} if reply.tool_calls else {}),
+                },
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                 "logprobs": None,
             }
         ],
@@ -288,11 +381,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name.
         pass
 
-    def _send(self, status: int, payload: dict | str) -> None:
+    def _send(self, status: int, payload: dict | str, content_type: str = "application/json") -> None:
         data = (payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)).encode()
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -332,7 +425,12 @@ class _Handler(BaseHTTPRequestHandler):
             message = reply.content if isinstance(reply.content, str) and reply.content != "{}" else "fake error"
             self._send(reply.status, {"error": {"message": message, "type": "server_error", "code": reply.status}})
             return
-        self._send(200, reply.body if reply.body is not None else _chat_completion(reply, body))
+        if reply.body is not None:
+            self._send(200, reply.body)
+        elif body.get("stream"):
+            self._send(200, _chat_completion_stream(reply, body), content_type="text/event-stream")
+        else:
+            self._send(200, _chat_completion(reply, body))
 
 
 class _Server(ThreadingHTTPServer):
