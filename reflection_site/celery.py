@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.signals import task_prerun
 from kombu.exceptions import OperationalError
 from kombu.utils.imports import symbol_by_name
@@ -22,6 +22,60 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 logger = logging.getLogger(__name__)
+
+# The cache key a worker's heartbeat renews (reflection_site.health reads it; one key for every worker: /healthz
+# asks whether any worker is alive, not which).
+HEARTBEAT_KEY = "reflection:worker-heartbeat"
+
+
+def record_heartbeat(hostname: str) -> None:
+    """Note in the shared cache that a worker is alive now (the time as seconds since the epoch)."""
+    from django.core.cache import cache
+
+    cache.set(HEARTBEAT_KEY, {"at": time.time(), "hostname": hostname, "pid": os.getpid()}, timeout=None)
+
+
+class Heartbeat(bootsteps.StartStopStep):
+    """A thread in the worker's main process that records a heartbeat every ``WORKER_HEARTBEAT_S`` seconds, from
+    the moment the worker has started until it stops: ``/healthz`` and the admin index say ``degraded`` when none
+    was recorded for ``WORKER_STALE_S`` (issue 16: a dead worker went unnoticed while the web kept answering 201).
+    A cache that fails is logged once per outage and tried again at the next beat."""
+
+    label = "Reflection heartbeat"
+
+    def __init__(self, worker: Any, **kwargs: Any) -> None:
+        super().__init__(worker, **kwargs)
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, worker: Any) -> None:
+        from django.conf import settings
+
+        self._stopped.clear()
+        self._thread = threading.Thread(
+            target=self._run, args=(worker.hostname, settings.WORKER_HEARTBEAT_S), name="heartbeat", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, worker: Any) -> None:
+        self._stopped.set()
+
+    def _run(self, hostname: str, interval: float) -> None:
+        failing = False
+        while True:
+            try:
+                record_heartbeat(hostname)
+            except Exception as exc:  # noqa: BLE001 - a cache outage must not stop the beats after it
+                if not failing:
+                    logger.warning("worker heartbeat not recorded: %s", exc)
+                failing = True
+            else:
+                failing = False
+            if self._stopped.wait(interval):
+                return
+
+
+app.steps["worker"].add(Heartbeat)
 
 
 @task_prerun.connect

@@ -1,4 +1,10 @@
-"""``GET /healthz``: the state of the database, the broker and the cache; 503 when the database is down."""
+"""``GET /healthz``: the state of the database, the broker, the cache, the worker and the gate's backlog.
+
+``status`` is ``ok`` when every part is, ``down`` (HTTP 503) when the database is down, and ``degraded`` (still
+HTTP 200, so that a load balancer keeps sending the API its turns, which are stored and wait) otherwise: in
+particular when no worker recorded a heartbeat for ``WORKER_STALE_S`` seconds or a turn has waited for its gate
+longer than ``PENDING_TURN_STALE_S``. The admin index shows the same two in a red banner (``runtime_problems``).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 logger = logging.getLogger(__name__)
@@ -50,9 +57,72 @@ def check_cache() -> dict[str, object]:
     return {"ok": ok, "backend": settings.CACHES["default"]["BACKEND"].rsplit(".", 1)[-1]}
 
 
+def check_worker() -> dict[str, object]:
+    """Whether a worker recorded its heartbeat (reflection_site.celery.Heartbeat) in the last ``WORKER_STALE_S``."""
+    from reflection_site.celery import HEARTBEAT_KEY
+
+    if settings.CELERY_TASK_ALWAYS_EAGER:  # Tasks run in the caller's process: there is no worker to wait for.
+        return {"ok": True, "last_seen_s": None, "eager": True}
+    try:
+        beat = cache.get(HEARTBEAT_KEY)
+    except Exception as exc:
+        logger.warning("healthz: cache down, worker heartbeat unknown: %s", exc)
+        return {"ok": False, "last_seen_s": None, "error": type(exc).__name__}
+    if not isinstance(beat, dict) or "at" not in beat:
+        return {"ok": False, "last_seen_s": None, "stale_after_s": settings.WORKER_STALE_S}
+    age = max(0.0, time.time() - float(beat["at"]))
+    return {
+        "ok": age <= settings.WORKER_STALE_S,
+        "last_seen_s": round(age, 1),
+        "stale_after_s": settings.WORKER_STALE_S,
+    }
+
+
+def check_pending_turns() -> dict[str, object]:
+    """The age of the oldest turn still waiting for its gate; not ok beyond ``PENDING_TURN_STALE_S``."""
+    from sessions_app.models import ConversationTurn, GateStatus
+
+    try:
+        oldest = (
+            ConversationTurn.objects.filter(gate_status=GateStatus.PENDING)
+            .order_by("created_at")
+            .values_list("created_at", flat=True)
+            .first()
+        )
+    except Exception as exc:
+        logger.warning("healthz: pending turns unknown: %s", exc)
+        return {"ok": False, "oldest_pending_s": None, "error": type(exc).__name__}
+    age = max(0.0, (timezone.now() - oldest).total_seconds()) if oldest else 0.0
+    return {
+        "ok": age <= settings.PENDING_TURN_STALE_S,
+        "oldest_pending_s": round(age, 1),
+        "stale_after_s": settings.PENDING_TURN_STALE_S,
+    }
+
+
+def runtime_problems() -> list[str]:
+    """What keeps turns from being decided, in words for the admin's banner (empty when nothing does)."""
+    problems = []
+    worker = check_worker()
+    if not worker["ok"]:
+        if worker.get("last_seen_s") is None:
+            problems.append("No background worker has been seen: turns are stored but not decided.")
+        else:
+            problems.append(
+                f"No background worker seen for {worker['last_seen_s']:.0f} s: turns are stored but not decided."
+            )
+    pending = check_pending_turns()
+    if not pending["ok"] and pending.get("oldest_pending_s") is not None:
+        problems.append(f"A turn has waited {pending['oldest_pending_s']:.0f} s for the memory gate.")
+    return problems
+
+
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     database = check_database()
     body = {"database": database, "broker": check_broker(), "cache": check_cache()}
+    body["worker"] = check_worker()
+    if database["ok"]:
+        body["pending_turns"] = check_pending_turns()
     body["status"] = "ok" if all(part["ok"] for part in body.values()) else ("degraded" if database["ok"] else "down")
     return JsonResponse(body, status=HTTPStatus.OK if database["ok"] else HTTPStatus.SERVICE_UNAVAILABLE)

@@ -205,6 +205,10 @@ CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000) or None
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = env.str("TIME_ZONE", default="UTC")
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# A worker records a heartbeat in the cache every WORKER_HEARTBEAT_S seconds (reflection_site.celery.Heartbeat);
+# /healthz and the admin index say "degraded" when no worker was seen for WORKER_STALE_S seconds.
+WORKER_HEARTBEAT_S = env.float("WORKER_HEARTBEAT_S", default=5)
+WORKER_STALE_S = env.float("WORKER_STALE_S", default=30)
 
 # llm.baseURL / llm.apiKey / llm.model. Unset LLM_BASE_URL = the offline heuristic gate and guardian.
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
@@ -245,6 +249,9 @@ MEMORY_GATE_STORE_RAW_LLM_RESPONSE = env.bool(
 MEMORY_GATE_ENABLE_STATS = env.bool("MEMORY_GATE_ENABLE_STATS", default=True)  # memoryGateAuditing.enableStats
 # Seconds a turn may wait for its gate before the sweep re-enqueues it.
 GATE_SWEEP_GRACE_S = env.int("GATE_SWEEP_GRACE_S", default=120)
+# /healthz says "degraded" while a turn has been pending longer than this (the sweep, every minute, should have
+# enqueued it again and a worker decided it by then).
+PENDING_TURN_STALE_S = env.int("PENDING_TURN_STALE_S", default=GATE_SWEEP_GRACE_S + 120)
 # After the LLM client's own retries, the gate task retries this many times, waiting up to
 # GATE_TASK_RETRY_BACKOFF_S × 2^n seconds (random jitter, at most 600 s) before the turn is marked failed.
 GATE_TASK_MAX_RETRIES = env.int("GATE_TASK_MAX_RETRIES", default=5)
