@@ -405,11 +405,16 @@ class WriteGuardianAuditAdmin(ReadOnlyAdmin):
         change_url = reverse("admin:guardian_app_writeguardianaudit_change", args=[audit.id])
         conflict: RollbackConflict | None = None
         status = 200
+        try:
+            on_disk = workspace.read_file(audit.target_file)
+        except GuardianError as exc:  # A link or a FIFO in place of the file (a drift finding): nothing to show.
+            self.message_user(request, str(exc), messages.ERROR)
+            return HttpResponseRedirect(change_url)
         if request.method == "POST":
             form = RollbackForm(request.POST)
             if form.is_valid():
                 force = form.cleaned_data["force"]
-                current_hash = content_hash(workspace.read_file(audit.target_file) or "")
+                current_hash = content_hash(on_disk or "")
                 if force and form.cleaned_data["seen_hash"] != current_hash:
                     force = False  # The file changed since the conflict was shown: show the new one first.
                 try:
@@ -445,7 +450,7 @@ class WriteGuardianAuditAdmin(ReadOnlyAdmin):
         if conflict is None and audit.after_snapshot_id:
             plan = plan_revert(
                 audit.after_snapshot.content,
-                workspace.read_file(audit.target_file),
+                on_disk,
                 audit.before_snapshot.content if audit.before_snapshot_id else None,
             )
             preview = {"clean": plan.clean, "method": plan.method}
@@ -770,8 +775,19 @@ class RollbackAdmin(ReadOnlyAdmin):
 class WorkspaceFileAdmin(ReadOnlyAdmin):
     """The five memory files with their last known version and a link to each history."""
 
-    list_display = ["file_name", "updated_at", "current_version", "history_link"]
+    list_display = ["file_name", "updated_at", "current_version", "finding", "history_link"]
     list_select_related = ["current_version"]
+
+    @admin.display(description="drift finding", ordering="unsafe_reason")
+    def finding(self, obj: WorkspaceFile) -> SafeString | str:
+        """A link, a FIFO … in place of the file: Reflection neither reads nor writes it until it is replaced."""
+        if not obj.unsafe_reason:
+            return "-"
+        return format_html(
+            '<strong style="color:#ba2121">{} (since {}); not read or written</strong>',
+            obj.unsafe_reason,
+            f"{obj.unsafe_since:%Y-%m-%d %H:%M}" if obj.unsafe_since else "?",
+        )
 
     @admin.display(description="history")
     def history_link(self, obj: WorkspaceFile) -> SafeString:

@@ -27,6 +27,23 @@ class UnknownFile(GuardianError):
         )
 
 
+class UnsafeFile(GuardianError):
+    """The path of a memory file holds something other than a regular file of its own (a symbolic link, a
+    FIFO, a folder, a hard link shared with another path): it is neither read nor written through."""
+
+    code = "unsafe_file"
+    status = HTTPStatus.CONFLICT
+
+    def __init__(self, name: str, found: str):
+        self.file_name = name
+        self.found = found
+        super().__init__(
+            f"{name} in the workspace is {found}, not a regular file: Reflection neither reads nor writes it. "
+            f"Replace it with a regular file (or remove it) to resume.",
+            details={"file_name": name, "found": found},
+        )
+
+
 class RollbackConflict(GuardianError):
     """Later changes overlap the write being rolled back; nothing was changed."""
 

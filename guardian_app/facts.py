@@ -179,9 +179,13 @@ def names_in_text(text: str) -> list[str]:
 def _locate(path: str, content: str, cache: dict[str, list[str] | None]) -> str:
     """``USER.md#L7``: the line of ``path`` that holds the fact now; the bare path when it is not found."""
     from guardian_app import workspace
+    from guardian_app.errors import GuardianError
 
     if path not in cache:
-        text = workspace.read_file(path)
+        try:
+            text = workspace.read_file(path)
+        except GuardianError:  # A link or a FIFO in place of the file: cite the bare path.
+            text = None
         cache[path] = text.splitlines() if text is not None else None
     lines = cache[path] or []
     needle = fingerprint(content)

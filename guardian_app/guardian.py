@@ -43,7 +43,7 @@ from django.utils import timezone
 
 from guardian_app import heuristic_guardian, workspace
 from guardian_app.diffs import diff_and_stats, diff_stats, unified_diff
-from guardian_app.errors import GuardianError, InvalidEdits, NotRetryable
+from guardian_app.errors import GuardianError, InvalidEdits, NotRetryable, UnsafeFile
 from guardian_app.heuristic_guardian import GuardianCorrection, instruction_like, one_line
 from guardian_app.models import BehaviorCorrection, WorkspaceFile, WriteGuardianAudit
 from sessions_app.models import FILE_FOR_DECISION, Decision, MemoryGateDecision
@@ -413,6 +413,12 @@ def _record_locked(state: workspace.FileState, outcome: Outcome, audit: WriteGua
         WorkspaceFile.objects.filter(file_name=name).update(pending_audit=audit)
     try:
         workspace.write_file(name, new_content)
+    except UnsafeFile as exc:  # Swapped in since the file was read: nothing was written.
+        with transaction.atomic():
+            audit.status, audit.reason = Status.FAILED, f"nothing was written: {exc.message}"
+            audit.save(update_fields=["status", "reason"])
+            WorkspaceFile.objects.filter(file_name=name).update(pending_audit=None)
+        return audit
     except OSError as exc:
         logger.error("guardian could not write %s: %s", name, exc)
         if not workspace.put_back(name, content):
@@ -502,6 +508,11 @@ def guard_write(
     existing = _find_existing(**lookup)
     if existing is not None and not (existing.status == Status.FAILED and existing.reason == workspace.INTERRUPTED):
         return existing
+    unsafe = workspace.refusal_of(name)
+    if unsafe is not None:  # A link, a FIFO …: nothing is read through it, and the write fails visibly.
+        nothing = workspace.FileState(name, None, None, False, 0, None, None, None)
+        with workspace.file_lock(name):
+            return _store(nothing, Outcome(Status.FAILED, f"nothing was written: {unsafe.message}"), fresh(), lookup)
 
     early = precheck(fact, review_held=review_held)
     llm = _llm() if early is None and compose is None else None

@@ -24,6 +24,7 @@ the beat schedule and the CLI never interleave.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import hashlib
 import json
 import logging
@@ -35,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -371,12 +373,34 @@ def _index_file(
     report: IndexReport,
     trust_stat: bool = True,
 ) -> None:
+    from guardian_app.workspace import open_regular
+
     try:
-        stat = source.absolute.stat()
-    except OSError:
+        # Never through a link (one swapped in after workspace_files looked), never waiting on a FIFO.
+        fd, stat = open_regular(source.absolute)
+    except OSError as exc:
+        if exc.errno == errno.EPERM:
+            logger.warning("recall index: %s is %s; not indexed", source.path, exc.strerror)
         if known is not None:
             _remove_path(source.path, report)
         return
+    with os.fdopen(fd, "rb") as fh:
+        return _index_open_file(
+            source, known, fh, stat, force=force, carried=carried, report=report, trust_stat=trust_stat
+        )
+
+
+def _index_open_file(
+    source: SourceFile,
+    known: MemoryIndexFile | None,
+    fh: BinaryIO,
+    stat: os.stat_result,
+    *,
+    force: bool,
+    carried: Carried,
+    report: IndexReport,
+    trust_stat: bool,
+) -> None:
     mtime, size = _mtime_ms(stat), stat.st_size
     if trust_stat and not force and known is not None and known.mtime == mtime and known.size == size:
         report.files_unchanged += 1
@@ -388,7 +412,7 @@ def _index_file(
             _remove_path(source.path, report)
         return
     try:
-        data = source.absolute.read_bytes()
+        data = fh.read()
     except OSError as exc:
         logger.warning("recall index: cannot read %s: %s", source.path, exc)
         return

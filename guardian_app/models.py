@@ -65,6 +65,10 @@ class WorkspaceFile(models.Model):
         "WriteGuardianAudit", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     updated_at = models.DateTimeField(default=timezone.now)
+    # A drift finding: the file's path holds a symbolic link, a FIFO or another non-regular file, which is
+    # neither read nor written through (guardian_app.workspace). Cleared once a regular file is back.
+    unsafe_reason = models.CharField(max_length=200, blank=True, default="")
+    unsafe_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "workspace_files"

@@ -100,9 +100,12 @@ def run_guardian_sweep() -> int:
 @shared_task
 def run_drift_check() -> int:
     """Snapshot memory files changed by hand since their last known version; reconcile interrupted writes."""
-    from guardian_app.workspace import check_drift
+    from guardian_app.workspace import check_drift, unsafe_files
 
-    return len(check_drift())
+    versions = check_drift()
+    for name, found in unsafe_files().items():
+        logger.error("drift check: %s is %s; it is neither read nor written until it is replaced", name, found)
+    return len(versions)
 
 
 @shared_task

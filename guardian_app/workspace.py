@@ -18,11 +18,13 @@ Lock order is always file lock, then advisory lock, then row: no deadlock betwee
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
 import re
-import tempfile
+import secrets
+import stat
 import threading
 import time
 import unicodedata
@@ -39,7 +41,7 @@ from filelock import FileLock
 from filelock import Timeout as FileLockTimeout
 
 from guardian_app.diffs import content_hash, diff_and_stats
-from guardian_app.errors import FileBusy, UnknownFile
+from guardian_app.errors import FileBusy, UnknownFile, UnsafeFile
 from guardian_app.models import (
     BANK_PAGE_PATTERN,
     MEMORY_FILES,
@@ -65,6 +67,7 @@ __all__ = [
     "record_version",
     "remove_file",
     "snapshot_of",
+    "unsafe_files",
     "write_file",
 ]
 
@@ -127,24 +130,210 @@ def path_for(name: str) -> Path:
 
 
 # --- Reading and writing -------------------------------------------------------------------------
+# A memory file is opened without following a link in any part of its path below WORKSPACE_DIR, and without
+# waiting for a writer (a FIFO opens at once); what was opened is then checked on the descriptor itself, so
+# nothing can be swapped in between a check and the open.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _kind_of(mode: int) -> str:
+    for test, what in (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def _refusal(st: os.stat_result) -> str | None:
+    """Why a file with this status is not read or written, or None for a regular file of its own."""
+    if not stat.S_ISREG(st.st_mode):
+        return _kind_of(st.st_mode)
+    if st.st_nlink > 1:
+        # A hard link shares its content with another path, which may lie outside the workspace.
+        return f"a hard link ({st.st_nlink} names share its content)"
+    return None
+
+
+def _unsafe(name: str, found: str) -> UnsafeFile:
+    """The error for an unsafe path, recorded first as a drift finding on the file's row (the operator's view)."""
+    logger.warning("workspace: %s is %s; not read or written", name, found)
+    reason = found[:200]
+    try:
+        with transaction.atomic():  # A savepoint: a failure here leaves the caller's transaction usable.
+            rows = WorkspaceFile.objects.filter(file_name=name)
+            if rows.exclude(unsafe_reason=reason).update(unsafe_reason=reason):
+                rows.filter(unsafe_since__isnull=True).update(unsafe_since=timezone.now())
+            elif not rows.exists():
+                WorkspaceFile.objects.get_or_create(
+                    file_name=name, defaults={"unsafe_reason": reason, "unsafe_since": timezone.now()}
+                )
+    except DatabaseError as exc:  # The refusal stands even when it cannot be recorded.
+        logger.error("workspace: could not record the drift finding for %s: %s", name, exc)
+    return UnsafeFile(name, found)
+
+
+def clear_finding(name: str) -> None:
+    """The file's path holds a regular file again: its drift finding is closed."""
+    WorkspaceFile.objects.filter(file_name=name).exclude(unsafe_reason="").update(unsafe_reason="", unsafe_since=None)
+
+
+def unsafe_files() -> dict[str, str]:
+    """The open drift findings: file name -> what its path holds instead of a regular file."""
+    rows = WorkspaceFile.objects.exclude(unsafe_reason="").order_by("file_name")
+    return dict(rows.values_list("file_name", "unsafe_reason"))
+
+
+def _folder_parts(name: str) -> tuple[list[str], str]:
+    """The folders below WORKSPACE_DIR that hold the file, and its own name in the last of them."""
+    path = path_for(name).relative_to(Path(settings.WORKSPACE_DIR))
+    return list(path.parts[:-1]), path.parts[-1]
+
+
+@contextlib.contextmanager
+def _open_folder(name: str, *, create: bool = False) -> Iterator[int | None]:
+    """A descriptor of the folder that holds ``name``, reached from WORKSPACE_DIR one part at a time without
+    following a link; None when a folder is missing (and ``create`` is off). UnsafeFile for a link."""
+    root = Path(settings.WORKSPACE_DIR)
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
+    folders, _ = _folder_parts(name)
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # WORKSPACE_DIR itself is the operator's.
+    except FileNotFoundError:
+        yield None
+        return
+    try:
+        for part in folders:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=fd)
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                yield None
+                return
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    found = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                    raise _unsafe(name, f"inside {part}/, which is {_kind_of(found.st_mode)}") from exc
+                raise
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def open_regular(path: Path | str, *, dir_fd: int | None = None) -> tuple[int, os.stat_result]:
+    """Open ``path`` for reading if it is a regular file of its own: not through a symbolic link, without
+    blocking on a FIFO; the check is made on the opened descriptor. Returns ``(fd, its status)``.
+
+    Raises FileNotFoundError when it does not exist, and ``OSError(EPERM)`` with what was found as its
+    ``strerror`` ("a symbolic link", "a FIFO (named pipe)" …) for anything else; the caller closes the
+    descriptor.
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.EPERM, "a symbolic link", str(path)) from exc
+        if exc.errno == errno.ENXIO:  # A socket cannot be opened.
+            raise OSError(errno.EPERM, "a socket", str(path)) from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        refusal = _refusal(st)
+        if refusal is not None:
+            raise OSError(errno.EPERM, refusal, str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def _open_file(name: str) -> int | None:
+    """A descriptor of the memory file opened for reading, None if it does not exist; UnsafeFile otherwise."""
+    with _open_folder(name) as folder:
+        if folder is None:
+            return None
+        try:
+            fd, _ = open_regular(_folder_parts(name)[1], dir_fd=folder)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.EPERM:
+                raise _unsafe(name, exc.strerror) from exc
+            raise
+    return fd
+
+
+def refusal_of(name: str) -> UnsafeFile | None:
+    """The UnsafeFile error (recorded as a drift finding) when the file's path holds anything but a regular
+    file of its own; None when it is one or absent. A writer asks before it starts; ``read_file`` and
+    ``write_file`` check again on their own descriptors."""
+    try:
+        fd = _open_file(canonical_name(name))
+    except UnsafeFile as exc:
+        return exc
+    if fd is not None:
+        os.close(fd)
+    return None
+
+
 def read_file(name: str) -> str | None:
     """The file as it is on disk now (people edit these files by hand); None if it does not exist.
 
-    Bytes are decoded as UTF-8; an invalid byte becomes U+FFFD rather than failing the write.
+    Bytes are decoded as UTF-8; an invalid byte becomes U+FFFD rather than failing the write. The file is
+    opened without following a symbolic link and without waiting on a FIFO; anything but a regular file of
+    its own raises UnsafeFile (recorded as a drift finding) and nothing of it is read.
     """
-    path = path_for(name)
+    fd = _open_file(canonical_name(name))
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read().decode("utf-8", errors="replace")
+
+
+def _existing_mode(name: str, folder: int, file_name: str) -> int | None:
+    """The permission bits of the file about to be replaced (None: no file); UnsafeFile when it is not a
+    regular file of its own (the link itself would be replaced, but the operator should see it first)."""
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        st = os.stat(file_name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
         return None
+    refusal = _refusal(st)
+    if refusal is not None:
+        raise _unsafe(name, refusal)
+    return st.st_mode & 0o777
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _process_umask() -> int:
+    """This process's umask, read without changing it (os.umask would, for every thread at once)."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    return 0o022
+
+
+def _mkstemp_at(folder: int, prefix: str) -> tuple[int, str]:
+    """A new temp file in the folder (mode 0600, never through a link); ``(fd, its name)``."""
+    for _ in range(100):
+        tmp = f"{prefix}{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, _TEMP_FLAGS, 0o600, dir_fd=folder), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temp file name", prefix)
 
 
 def _write_all(fh: BinaryIO, data: bytes) -> None:
@@ -152,60 +341,76 @@ def _write_all(fh: BinaryIO, data: bytes) -> None:
     fh.flush()
 
 
+def _replace_at(folder: int, tmp: str, file_name: str) -> None:
+    os.replace(tmp, file_name, src_dir_fd=folder, dst_dir_fd=folder)
+
+
+def _unlink_at(folder: int, file_name: str) -> None:
+    os.unlink(file_name, dir_fd=folder)
+
+
 class FileSystem:
     """The file-system steps of ``write_file`` and ``remove_file``, looked up at call time.
 
     The seam through which tests/guardian_app/test_file_faults.py makes any step fail (a full disk, an
-    fsync error, a failed rename, a process killed in between); nothing else replaces them.
+    fsync error, a failed rename, a process killed in between); nothing else replaces them. Each works
+    relative to the descriptor of the file's folder, so no step follows a link.
     """
 
-    mkstemp = staticmethod(tempfile.mkstemp)
+    mkstemp = staticmethod(_mkstemp_at)
     write = staticmethod(_write_all)
     fsync = staticmethod(os.fsync)
-    chmod = staticmethod(os.chmod)
-    replace = staticmethod(os.replace)
-    unlink = staticmethod(os.unlink)
-    fsync_dir = staticmethod(_fsync_dir)
+    chmod = staticmethod(os.fchmod)
+    replace = staticmethod(_replace_at)
+    unlink = staticmethod(_unlink_at)
+    fsync_dir = staticmethod(os.fsync)
 
 
 fs = FileSystem()
 
 
 def write_file(name: str, text: str) -> None:
-    """Atomic: a temp file in the same folder, fsync, ``os.replace``, fsync of the folder.
+    """Atomic: a temp file in the same folder, fsync, rename over the file, fsync of the folder.
 
     A reader sees the old or the new content, never a mix; after a power cut the file holds one of them.
-    The file keeps its permission bits (a new one gets 0644 less the umask).
+    The file keeps its permission bits (a new one gets 0644 less the umask). Every step works on the
+    folder's descriptor, reached without following a link; a path that holds a symbolic link, a FIFO or
+    another non-regular file raises UnsafeFile and nothing is written.
     """
-    path = path_for(name)
-    folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o644 & ~umask
-    fd, tmp = fs.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fs.write(fh, text.encode("utf-8"))
-            fs.fsync(fh.fileno())
-        fs.chmod(tmp, mode)
-        fs.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    fs.fsync_dir(folder)
+    name = canonical_name(name)
+    file_name = _folder_parts(name)[1]
+    with _open_folder(name, create=True) as folder:
+        assert folder is not None
+        mode = _existing_mode(name, folder, file_name)
+        if mode is None:
+            mode = 0o644 & ~_process_umask()
+        fd, tmp = fs.mkstemp(folder, f".{file_name}.")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fs.write(fh, text.encode("utf-8"))
+                fs.fsync(fh.fileno())
+                fs.chmod(fh.fileno(), mode)
+            fs.replace(folder, tmp, file_name)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=folder)
+            raise
+        fs.fsync_dir(folder)
 
 
 def remove_file(name: str) -> None:
-    """Delete the file (a rollback of the write that created it); absent already is fine."""
-    path = path_for(name)
-    with contextlib.suppress(FileNotFoundError):
-        fs.unlink(path)
-    fs.fsync_dir(path.parent)
+    """Delete the file (a rollback of the write that created it); absent already is fine. UnsafeFile when
+    its path holds anything but a regular file of its own."""
+    name = canonical_name(name)
+    file_name = _folder_parts(name)[1]
+    with _open_folder(name) as folder:
+        if folder is None:
+            return
+        if _existing_mode(name, folder, file_name) is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            fs.unlink(folder, file_name)
+        fs.fsync_dir(folder)
 
 
 def put_back(name: str, content: str | None) -> bool:
@@ -353,6 +558,7 @@ def _known(name: str) -> dict[str, object] | None:
             "current_version__seq",
             "current_version__snapshot_id",
             "current_version__snapshot__content_hash",
+            "unsafe_reason",
         )
         .first()
     )
@@ -509,8 +715,11 @@ def sync(name: str) -> FileState:
     one indexed query and a hash of the file.
     """
     name = canonical_name(name)
-    disk = read_file(name)
-    state = _state(name, disk, _known(name))
+    disk = read_file(name)  # UnsafeFile (a drift finding) for a link, a FIFO …: no history is recorded.
+    known = _known(name)
+    if known and known["unsafe_reason"]:
+        clear_finding(name)
+    state = _state(name, disk, known)
     unchanged = state.content_hash == state.known_hash if state.seen else disk is None
     if state.pending_audit_id is None and unchanged:
         return state
@@ -543,7 +752,9 @@ def reconcile(name: str) -> list[FileVersion]:
 
 def check_drift(names: list[str] | None = None) -> list[FileVersion]:
     """The drift check (beat, every 10 minutes): snapshot every file changed by hand since its last known
-    version and reconcile interrupted writes. A file that is busy is left for the next run."""
+    version and reconcile interrupted writes. A file that is busy is left for the next run; a path that
+    holds a symbolic link, a FIFO or another non-regular file is not read, and stays a finding
+    (``unsafe_files()``) until a regular file is back."""
     added: list[FileVersion] = []
     if not names:  # The five files, and the bank pages Reflection has written or seen.
         bank = WorkspaceFile.objects.filter(file_name__startswith="bank/").order_by("file_name")
@@ -554,6 +765,8 @@ def check_drift(names: list[str] | None = None) -> list[FileVersion]:
                 added += reconcile(name)
         except FileBusy:
             logger.info("drift check: %s is busy; next run", name)
+        except UnsafeFile as exc:  # Recorded on the file's row (the admin's workspace files, `guardian drift`).
+            logger.warning("drift check: %s", exc.message)
     return added
 
 
@@ -562,6 +775,8 @@ def current_state(name: str) -> dict[str, object]:
     name = canonical_name(name)
     content = read_file(name)
     row = WorkspaceFile.objects.select_related("current_version__snapshot").filter(file_name=name).first()
+    if row is not None and row.unsafe_reason:
+        clear_finding(name)
     last_hash = None
     if row is not None and row.current_version is not None and row.current_version.snapshot is not None:
         last_hash = row.current_version.snapshot.content_hash

@@ -84,11 +84,17 @@ def _json_line(value: Any) -> str:
 def memory_file_headings() -> str:
     """One line per memory file: its decision and the Markdown headings it has now."""
     lines = []
+    from guardian_app import workspace  # Opens without following a link or waiting on a FIFO.
+    from guardian_app.errors import GuardianError
+
     for decision, name in FILE_FOR_DECISION.items():
-        path = Path(settings.WORKSPACE_DIR) / name  # One of five fixed names, never a name from input.
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
+            text = workspace.read_file(name)
+        except (GuardianError, OSError) as exc:
+            logger.warning("gate: headings of %s not read: %s", name, exc)
+            lines.append(f"- {name} ({decision}): (not readable)")
+            continue
+        if text is None:
             lines.append(f"- {name} ({decision}): (no file yet)")
             continue
         headings = [line.strip() for line in text.splitlines() if line.lstrip().startswith("#")]

@@ -429,3 +429,5 @@ class Command(BaseCommand):
         self.stdout.write(f"Recorded {len(versions)} hand edit(s) or first sighting(s)")
         for v in versions:
             self.stdout.write(f"  {v.file_name} #{v.seq} {v.kind} +{v.lines_added} -{v.lines_removed}")
+        for name, found in workspace.unsafe_files().items():
+            self.stderr.write(self.style.ERROR(f"  {name} is {found}: not read or written until it is replaced"))
