@@ -463,6 +463,7 @@ class RetentionResult:
     sessions_kept: int = 0  # old, but holding an approved sample
     sessions_failed: int = 0
     snapshots_deleted: int = 0
+    pages_vacuumed: int = 0  # SQLite: free pages given back to the file system by the incremental vacuum
     deleted_ids: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, int]:
@@ -471,7 +472,35 @@ class RetentionResult:
             "sessions_kept": self.sessions_kept,
             "sessions_failed": self.sessions_failed,
             "snapshots_deleted": self.snapshots_deleted,
+            "pages_vacuumed": self.pages_vacuumed,
         }
+
+
+def incremental_vacuum(using: str = "default", pages_per_transaction: int = 2000) -> int:
+    """Give SQLite's free pages back to the file system (``storage.sqlite.autoVacuum``); the number given back.
+
+    Deleted rows leave their pages on the file's free list; with ``auto_vacuum=INCREMENTAL`` nothing returns
+    them until this runs. Python's sqlite3 steps ``PRAGMA incremental_vacuum`` once, which frees one page, so it
+    runs once a page on a cursor of its own (closing it resets the statement, which a commit needs),
+    ``pages_per_transaction`` of them a transaction. A no-op
+    on PostgreSQL (its own autovacuum) and on a file created without it."""
+    connection = connections[using]
+    if connection.vendor != "sqlite":
+        return 0
+    with connection.cursor() as cursor:
+        if cursor.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:  # 2 = INCREMENTAL
+            return 0
+        freed = 0
+        while left := cursor.execute("PRAGMA freelist_count").fetchone()[0]:
+            with transaction.atomic(using=using):
+                for _ in range(min(left, pages_per_transaction)):
+                    with connection.cursor() as step:  # closing it resets the half-stepped statement
+                        step.execute("PRAGMA incremental_vacuum")
+            now = cursor.execute("PRAGMA freelist_count").fetchone()[0]
+            if now >= left:
+                break  # nothing more can be given back (pages still in use by an open transaction)
+            freed += left - now
+        return freed
 
 
 def _snapshot_ids_of(audits: QuerySet[WriteGuardianAudit]) -> set[str]:
@@ -586,7 +615,8 @@ def apply_retention(
         result.snapshots_deleted += snapshots
         result.sessions_deleted += 1
         result.deleted_ids.append(session_id)
-    if ids:
+    result.pages_vacuumed = incremental_vacuum()
+    if ids or result.pages_vacuumed:
         logger.info("retention: %s", result.as_dict())
     return result
 
@@ -596,6 +626,7 @@ __all__ = [
     "RetentionResult",
     "apply_retention",
     "export_conversations",
+    "incremental_vacuum",
     "prune_export_files",
     "turn_record",
 ]

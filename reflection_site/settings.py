@@ -110,14 +110,15 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}
 DATABASE_IS_SQLITE = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
 if DATABASE_IS_SQLITE:
     _pragmas = [
+        # First: it takes effect only on a new database file, before anything writes its first page, and
+        # switching to WAL writes it (an old file keeps its mode; retention runs the incremental vacuum).
+        f"PRAGMA auto_vacuum={'INCREMENTAL' if SQLITE_AUTO_VACUUM else 'NONE'}",
         f"PRAGMA journal_mode={'WAL' if SQLITE_WAL_MODE else 'DELETE'}",
         f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}",
         f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",
         f"PRAGMA cache_size={SQLITE_CACHE_SIZE_PAGES}",
         f"PRAGMA mmap_size={SQLITE_MMAP_SIZE_MB * 1024 * 1024}",
         "PRAGMA foreign_keys=ON",
-        # Takes effect on a new database file (before the first table); an old file keeps its mode.
-        f"PRAGMA auto_vacuum={'INCREMENTAL' if SQLITE_AUTO_VACUUM else 'NONE'}",
     ]
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",

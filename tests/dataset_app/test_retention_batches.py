@@ -71,7 +71,7 @@ def test_a_session_is_deleted_a_batch_of_turns_a_transaction(transactions: list[
 
     result = retention.apply_retention(days=180, batch=3)
 
-    assert transactions == [4, 1, 0, 0]  # three batches of turns, then the session itself
+    assert transactions == [4, 1, 0, 0, 0]  # three batches of turns, the session itself, the incremental vacuum
     assert (result.sessions_deleted, result.deleted_ids) == (1, [session.id])
     assert not ConversationSession.objects.exists()
     assert not ConversationContext.objects.exists() and not MemoryGateDecision.objects.exists()
@@ -111,4 +111,4 @@ def test_no_batch_leaves_a_session_that_nothing_keeps(transactions: list[int]) -
 
     assert sorted(result.deleted_ids) == sorted(s.id for s in sessions)
     assert list(ConversationSession.objects.values_list("id", flat=True)) == [recent.id]
-    assert transactions == [2, 2, 0, 0]
+    assert transactions == [2, 2, 0, 0, 0]
