@@ -1,7 +1,9 @@
 """The learning guardrails (seed 002): thumbs-up/down feedback in, audited learning out.
 
 ``apply_feedback(turn, user_id=…, feedback=…, reason=…)``
-  1. ``LEARNING_GUARDRAILS_ENABLED=false`` (the kill switch): store the feedback on the turn, nothing else.
+  1. ``LEARNING_GUARDRAILS_ENABLED=false`` (the kill switch): the feedback is deduplicated by its key (step 2),
+     stored on the turn and recorded as a ``mem_reject``/``rule_reject`` event with the reason
+     ``guardrails_disabled``; nothing is learned (step 3 does not run).
   2. In one transaction (one commit): claim the idempotency key ``sha256(trace_id + user_id + feedback)``
      (the primary key of ``feedback_idempotency``, so a repeat, even a concurrent one, is deduplicated and
      writes nothing), append the feedback to ``turn.feedback_json``, and run step 3's database part in a
@@ -772,9 +774,6 @@ def commit_feedback(prepared: PreparedFeedback) -> FeedbackOutcome:
     fb = prepared.fb
     # No savepoint of its own: only a dead database gets out of this block, and that ends the request anyway.
     with transaction.atomic(savepoint=False):
-        if not settings.LEARNING_GUARDRAILS_ENABLED:
-            _store_on_turn(fb)
-            return FeedbackOutcome(reason="guardrails_disabled", shadow_mode=fb.shadow)
         try:
             with transaction.atomic():
                 FeedbackIdempotency.objects.create(
@@ -792,6 +791,11 @@ def commit_feedback(prepared: PreparedFeedback) -> FeedbackOutcome:
             record_failure("idempotency", exc, **_context(fb))
             return FeedbackOutcome(reason="guardrails_error", shadow_mode=fb.shadow)
         _store_on_turn(fb)
+        if not settings.LEARNING_GUARDRAILS_ENABLED:
+            # The kill switch falls back to the logic before the guardrails (seed 002 §8): the feedback is
+            # stored once and nothing is learned from it; the key and an event still record it.
+            event = _event(fb, E.MEM_REJECT if fb.feedback == "up" else E.RULE_REJECT, "guardrails_disabled")
+            return FeedbackOutcome(reason="guardrails_disabled", shadow_mode=fb.shadow, event_id=event.id)
         component = "memory_guard" if fb.feedback == "up" else "rule_guard"
         if prepared.error is not None:
             record_failure(component, prepared.error, **_context(fb))

@@ -178,7 +178,8 @@ def test_the_kill_switch_stores_plain_feedback(learning, make_turn):
     assert body["guardrails"]["reason"] == "guardrails_disabled"
     turn.refresh_from_db()
     assert turn.feedback_json["last"] == "up"
-    assert not LearningEvent.objects.exists() and not MemoryItem.objects.exists()
+    assert LearningEvent.objects.get().reason == "guardrails_disabled" and not MemoryItem.objects.exists()
+    assert post_feedback(turn.id, up()).json()["deduplicated"] is True
 
 
 # --- §7.2: the same idempotency key twice, one write -------------------------------------------

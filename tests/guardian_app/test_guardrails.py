@@ -353,14 +353,23 @@ def test_shadow_mode_records_every_decision_and_applies_none(learning, make_turn
     assert events("rule_accept")[-1].payload_json["would_suppress"][0]["priority"] == 40
 
 
-def test_the_kill_switch_only_stores_the_feedback_on_the_turn(learning, make_turn, guardian_calls):
+def test_the_kill_switch_stores_the_feedback_once_and_learns_nothing(learning, make_turn, guardian_calls):
     learning.LEARNING_GUARDRAILS_ENABLED = False
     turn = make_turn(fact=GOOD_FACT)
     outcome = apply_feedback(turn, user_id="u1", feedback="up")
+    again = apply_feedback(turn, user_id="u1", feedback="up")
+    down = apply_feedback(turn, user_id="u1", feedback="down", reason="Never use emoji in replies")
+
     assert outcome.reason == "guardrails_disabled" and not outcome.accepted
-    assert ConversationTurn.objects.get(id=turn.id).feedback_json["last"] == "up"
-    assert not LearningEvent.objects.exists() and not MemoryItem.objects.exists()
-    assert not FeedbackIdempotency.objects.exists() and guardian_calls == []
+    assert again.deduplicated and down.reason == "guardrails_disabled"
+    stored = ConversationTurn.objects.get(id=turn.id).feedback_json
+    assert [e["feedback"] for e in stored["events"]] == ["up", "down"] and stored["last"] == "down"
+    assert FeedbackIdempotency.objects.count() == 2
+    assert [(e.event_type, e.reason) for e in LearningEvent.objects.order_by("created_at", "id")] == [
+        ("mem_reject", "guardrails_disabled"),
+        ("rule_reject", "guardrails_disabled"),
+    ]
+    assert not MemoryItem.objects.exists() and not Rule.objects.exists() and guardian_calls == []
 
 
 # --- Fail open -----------------------------------------------------------------------------------
