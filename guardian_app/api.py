@@ -16,7 +16,7 @@ from ninja.security import HttpBearer
 
 from guardian_app import queries, workspace
 from guardian_app.corrections import correct_audit
-from guardian_app.errors import FileBusy, RollbackConflict
+from guardian_app.errors import RollbackConflict
 from guardian_app.guardian import retry_write
 from guardian_app.models import BehaviorCorrection, FileVersion, Rollback, WriteGuardianAudit
 from guardian_app.rollback import rollback_session, rollback_write
@@ -203,11 +203,8 @@ def get_file(request: HttpRequest, file_name: str) -> dict[str, Any]:
 @paginate(CursorPagination, ordering=("-seq",))
 def file_history(request: HttpRequest, file_name: str, filters: Query[HistoryFilter]) -> QuerySet[FileVersion]:
     """Every version of the file, newest first: writes, rollbacks, hand edits and the first sighting, each
-    with its diff and line counts. Hand edits not yet noticed are recorded first."""
+    with its diff and line counts. Reading records nothing: a hand edit not yet noticed becomes a version at the
+    next drift check (beat entry `workspace-drift-check`) or write; `GET /guardian/files/{name}` tells whether
+    the file changed by hand since."""
     name = workspace.canonical_name(file_name)
-    try:
-        with workspace.file_lock(name):
-            workspace.reconcile(name)
-    except FileBusy:
-        pass  # A write is under way; it records the hand edit itself.
     return queries.file_history(name, kind=filters.kind, since=filters.since, until=filters.until)

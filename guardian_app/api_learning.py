@@ -18,6 +18,7 @@ from ninja.security import APIKeyHeader
 from pydantic import BeforeValidator, field_validator
 
 from guardian_app import guardrails
+from guardian_app.api import AnyScope
 from guardian_app.models import LearningEvent, MemoryItem, Rule
 from reflection_site.api import ApiKey, CursorPagination, ErrorOut, error_response
 from sessions_app.models import ConversationTurn
@@ -331,8 +332,12 @@ def list_events(request: HttpRequest, filters: Query[EventFilter]) -> QuerySet[L
     return events
 
 
+# A hit postpones decay and expiry: a write, so the agent's `ingest` key (or an operator's), never `read`.
 @router.post(
-    "/learning/{kind}/{item_id}/hit", auth=ApiKey("read"), response={200: HitOut, **_ERRORS}, url_name="record_hit"
+    "/learning/{kind}/{item_id}/hit",
+    auth=AnyScope("ingest", "operate"),
+    response={200: HitOut, **_ERRORS},
+    url_name="record_hit",
 )
 def record_hit(request: HttpRequest, kind: Kind, item_id: str) -> dict[str, Any]:
     """The agent used this rule or memory item; decay honours hits (and a hit postpones expiry)."""

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
+from guardian_app.api import AnyScope
 from guardian_app.recall import MAX_K, MAX_QUERY_CHARS, RecallAnswer, recall, record_hits
 from reflection_site.api import ApiKey, ErrorOut
 
@@ -86,7 +87,10 @@ def recall_memory(request: HttpRequest, params: Query[RecallParams]) -> RecallAn
     )
 
 
-@router.post("/recall/hits", response={200: HitsOut, **_ERRORS}, url_name="recall_hits")
+# Reporting a hit changes ranking and decay: a write, so the agent's `ingest` key (or an operator's), never `read`.
+@router.post(
+    "/recall/hits", auth=AnyScope("ingest", "operate"), response={200: HitsOut, **_ERRORS}, url_name="recall_hits"
+)
 def report_hits(request: HttpRequest, payload: HitsIn) -> dict[str, int]:
     """The agent used these results: their hit counts rise, and so does their rank (seed 004's activity boost)."""
     return {"updated": record_hits(payload.ids)}

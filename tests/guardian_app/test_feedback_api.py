@@ -368,14 +368,15 @@ def test_the_learning_endpoints_need_an_api_key_and_the_right_scope(learning, ma
 def test_a_hit_is_recorded_and_postpones_expiry(learning, make_turn, client_for):
     post_feedback(make_turn(fact=GOOD_FACT).id, up())
     item = MemoryItem.objects.get()
-    reader = client_for("read")
-    body = reader.post(f"/api/v1/learning/memory-items/{item.id}/hit").json()
+    agent = client_for("ingest")  # A hit is a write: the agent's key, not a read-only one.
+    assert client_for("read").post(f"/api/v1/learning/memory-items/{item.id}/hit").status_code == HTTPStatus.FORBIDDEN
+    body = agent.post(f"/api/v1/learning/memory-items/{item.id}/hit").json()
     assert (body["kind"], body["id"], body["hit_count"]) == ("memory-items", item.id, 1)
-    assert reader.post(f"/api/v1/learning/memory-items/{item.id}/hit").json()["hit_count"] == 2
+    assert agent.post(f"/api/v1/learning/memory-items/{item.id}/hit").json()["hit_count"] == 2
     refreshed = MemoryItem.objects.get()
     assert refreshed.last_hit_at is not None and refreshed.expires_at > item.expires_at
-    assert reader.post("/api/v1/learning/rules/nope/hit").status_code == HTTPStatus.NOT_FOUND
-    assert reader.post(f"/api/v1/learning/widgets/{item.id}/hit").status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert agent.post("/api/v1/learning/rules/nope/hit").status_code == HTTPStatus.NOT_FOUND
+    assert agent.post(f"/api/v1/learning/widgets/{item.id}/hit").status_code == HTTPStatus.UNPROCESSABLE_ENTITY
 
 
 def test_operators_suppress_archive_and_reactivate_over_the_api(learning, make_turn, client_for):

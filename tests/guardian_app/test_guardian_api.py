@@ -7,6 +7,7 @@ from http import HTTPStatus
 import pytest
 
 from guardian_app.models import BehaviorCorrection, Rollback, WriteGuardianAudit
+from guardian_app.workspace import check_drift
 
 pytestmark = pytest.mark.django_db
 Status = WriteGuardianAudit.Status
@@ -167,6 +168,9 @@ def test_file_content_hash_and_history(api_client, write, user_md):
     state = api_client.get("/api/v1/guardian/files/USER.md").json()
     assert state["exists"] and state["content"].endswith("- By hand.\n") and state["changed_by_hand"] is True
 
+    # Reading records nothing; the drift check records the hand edit.
+    assert [v["kind"] for v in api_client.get("/api/v1/guardian/files/USER.md/history").json()["items"]] == ["write"]
+    check_drift()
     history = api_client.get("/api/v1/guardian/files/USER.md/history").json()["items"]
     assert [v["kind"] for v in history] == ["hand_edit", "write"]
     assert history[0]["lines_added"] == 1 and "+- By hand." in history[0]["diff"]

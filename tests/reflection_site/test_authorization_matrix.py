@@ -166,3 +166,85 @@ def test_the_matrix_covers_every_operation_and_scope() -> None:
     cases = _cases()
     assert len({c.values[2] for c in cases}) == len(OPERATIONS) >= 50
     assert sum(1 for c in cases if c.values[3].startswith("wrong scope")) >= len(OPERATIONS) * 2
+
+
+# --- Reads do not write (issue 18) ----------------------------------------------------------------------------
+def _database_state() -> dict[str, list[dict[str, Any]]]:
+    """Every row of every table but the keys' own (authentication stamps ``last_used_at`` at most every 5 min)."""
+    return {
+        model._meta.label: list(model._default_manager.order_by("pk").values())
+        for model in apps.get_models()
+        if not model._meta.proxy and model._meta.managed and model is not ApiKey
+    }
+
+
+@pytest.fixture
+def hand_edited_user_md(workspace: Any) -> Any:
+    """USER.md with a recorded version, then changed by hand (not yet recorded)."""
+    from guardian_app.workspace import check_drift
+
+    path = workspace / "USER.md"
+    path.write_text("## Preferences\n\n- Prefers tea.\n")
+    assert check_drift(["USER.md"])
+    path.write_text("## Preferences\n\n- Prefers tea.\n- Typed by hand.\n")
+    return path
+
+
+def test_no_get_operation_writes_to_the_database(make_key: Any, hand_edited_user_md: Any) -> None:
+    """Every GET of the schema, with a key of every scope, leaves every row as it was: a read never records a
+    hand edit, a hit or anything else."""
+    client = ApiClient(make_key(*SCOPES))
+    before = _database_state()
+    answered = 0
+    for method, path, _ in OPERATIONS:
+        if method != "GET":
+            continue
+        response = client.get(_url(path))
+        assert response.status_code < HTTPStatus.INTERNAL_SERVER_ERROR, (path, response.content)
+        answered += response.status_code == HTTPStatus.OK
+        assert _database_state() == before, f"GET {path} wrote to the database"
+    assert answered >= 10
+
+
+def test_reading_a_file_history_records_no_hand_edit(make_key: Any, hand_edited_user_md: Any) -> None:
+    from guardian_app.models import FileVersion
+    from guardian_app.workspace import check_drift
+
+    reader = ApiClient(make_key("read"))
+    versions = FileVersion.objects.count()
+    history = reader.get("/api/v1/guardian/files/USER.md/history")
+    assert history.status_code == HTTPStatus.OK
+    assert len(history.json()["items"]) == 1 and history.json()["items"][0]["kind"] != "hand_edit"
+    assert FileVersion.objects.count() == versions
+    assert reader.get("/api/v1/guardian/files/USER.md").json()["changed_by_hand"] is True
+
+    check_drift()  # The drift check records it.
+    assert FileVersion.objects.count() == versions + 1
+    assert reader.get("/api/v1/guardian/files/USER.md").json()["changed_by_hand"] is False
+
+
+@pytest.mark.parametrize("scope", [s for s in SCOPES if s not in {"ingest", "operate"}])
+def test_keys_that_may_only_read_cannot_report_hits(make_key: Any, scope: str) -> None:
+    """A hit changes ranking (recall) and postpones decay and expiry (learning): the agent's ``ingest`` key or
+    an operator's may report one, a ``read`` or ``annotate`` key may not."""
+    from guardian_app.models import MemoryItem
+
+    item = MemoryItem.objects.create(content="Prefers tea.", fingerprint="f" * 64, quality_score=0.9, score=0.9)
+    client = ApiClient(make_key(scope))
+    assert client.post(f"/api/v1/learning/memory-items/{item.id}/hit").status_code == HTTPStatus.FORBIDDEN
+    assert client.post("/api/v1/recall/hits", {"ids": [1]}).status_code == HTTPStatus.FORBIDDEN
+    item.refresh_from_db()
+    assert (item.hit_count, item.last_hit_at) == (0, None)
+
+    for writer in ("ingest", "operate"):
+        answer = ApiClient(make_key(writer)).post(f"/api/v1/learning/memory-items/{item.id}/hit")
+        assert answer.status_code == HTTPStatus.OK
+    item.refresh_from_db()
+    assert item.hit_count == 2
+
+
+def test_hit_operations_declare_write_scopes_in_the_matrix() -> None:
+    hits = [op_id for op_id in AUTH if op_id.endswith(("record_hit", "report_hits"))]
+    assert len(hits) == 2, sorted(AUTH)
+    for op_id in hits:
+        assert required_scopes(op_id) == {"ingest", "operate"}, op_id
