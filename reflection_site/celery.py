@@ -184,31 +184,83 @@ def default_schedules() -> dict[str, tuple[str, str]]:
     return entries
 
 
+# Beat rows whose timing a setting owns: name -> the setting. Applied at every ``migrate`` until an operator
+# edits the row in the admin (the value we applied is kept in the row's description to tell).
+SETTINGS_OWNED = {"conversation-jsonl-export": "JSONL_EXPORT_SCHEDULE"}
+OWNED_MARK = "Timing owned by the setting {setting}; last applied: {cron}"
+
+
+def _cron_of(crontab: Any) -> str:
+    return " ".join((crontab.minute, crontab.hour, crontab.day_of_month, crontab.month_of_year, crontab.day_of_week))
+
+
+def _crontab_for(cron: str) -> Any:
+    from django.conf import settings
+    from django_celery_beat.models import CrontabSchedule
+
+    minute, hour, day_of_month, month_of_year, day_of_week = cron.split()
+    crontab, _ = CrontabSchedule.objects.get_or_create(
+        minute=minute,
+        hour=hour,
+        day_of_month=day_of_month,
+        month_of_year=month_of_year,
+        day_of_week=day_of_week,
+        timezone=settings.CELERY_TIMEZONE,
+    )
+    return crontab
+
+
+def _apply_setting(row: Any, setting: str, cron: str) -> None:
+    """Re-time a settings-owned row to ``cron``, unless an operator edited it since we last applied a value.
+
+    A row from before this rule has no mark; it counts as untouched if it still runs at the seed's default."""
+    mark = OWNED_MARK.format(setting=setting, cron=cron)
+    applied = row.description.rsplit("last applied: ", 1)[1] if "last applied: " in row.description else "0 0 * * *"
+    current = _cron_of(row.crontab) if row.crontab is not None else None
+    if current not in (cron, applied):
+        logger.warning(
+            "beat schedule %s was edited in the admin (it runs at %r): %s=%r is not applied; set the row's "
+            "crontab to it, or delete the row and run migrate",
+            row.name,
+            current,
+            setting,
+            cron,
+        )
+        return
+    if current != cron:
+        row.crontab = _crontab_for(cron)
+        logger.info("beat schedule %s now runs at %r (%s)", row.name, cron, setting)
+    elif row.description == mark:
+        return
+    row.description = mark
+    row.save(update_fields=["crontab", "description"])
+
+
 def ensure_schedules(sender: Any = None, **kwargs: Any) -> int:
     """Create missing beat entries by name; code owns the task path, the operator owns timing and `enabled`.
 
-    Connected to ``post_migrate``; rows are only ever added or have their task path updated, never
-    deleted or re-timed, so an operator's edits in the admin survive every deploy.
+    Connected to ``post_migrate``; rows are only ever added or have their task path updated, never deleted.
+    Their timing is never changed, except for a row a setting owns (``SETTINGS_OWNED``), which follows its
+    setting at every ``migrate`` until an operator edits it in the admin (then a warning says so).
     """
     if sender is not None and getattr(sender, "name", None) != "reflection_site":
         return 0
     from django.conf import settings
-    from django_celery_beat.models import CrontabSchedule, PeriodicTask
+    from django_celery_beat.models import PeriodicTask
 
     created = 0
     for name, (task, cron) in default_schedules().items():
-        minute, hour, day_of_month, month_of_year, day_of_week = cron.split()
-        crontab, _ = CrontabSchedule.objects.get_or_create(
-            minute=minute,
-            hour=hour,
-            day_of_month=day_of_month,
-            month_of_year=month_of_year,
-            day_of_week=day_of_week,
-            timezone=settings.CELERY_TIMEZONE,
-        )
-        _, was_created = PeriodicTask.objects.update_or_create(
-            name=name, defaults={"task": task}, create_defaults={"task": task, "crontab": crontab, "enabled": True}
-        )
+        setting = SETTINGS_OWNED.get(name)
+        cron = getattr(settings, setting) if setting else cron
+        defaults: dict[str, Any] = {"task": task, "crontab": _crontab_for(cron), "enabled": True}
+        if setting:
+            defaults["description"] = OWNED_MARK.format(setting=setting, cron=cron)
+        row, was_created = PeriodicTask.objects.get_or_create(name=name, defaults=defaults)
+        if not was_created and row.task != task:
+            row.task = task
+            row.save(update_fields=["task"])
+        if setting and not was_created:
+            _apply_setting(row, setting, cron)
         created += int(was_created)
     if created:
         logger.info("created %d default schedule(s)", created)

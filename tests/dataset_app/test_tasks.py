@@ -61,3 +61,49 @@ def test_retention_tasks_report():
     assert tasks.run_retention()["sessions_deleted"] == 0
     assert tasks.run_export_file_retention() == 0
     assert tasks.run_export_sweep() == 0
+
+
+def _cron(name: str) -> str:
+    c = PeriodicTask.objects.get(name=name).crontab
+    return f"{c.minute} {c.hour} {c.day_of_month} {c.month_of_year} {c.day_of_week}"
+
+
+def test_the_nightly_export_follows_its_setting_at_every_migrate(settings, caplog):
+    settings.JSONL_EXPORT_SCHEDULE = "15 2 * * *"
+    ensure_schedules()
+    assert _cron("conversation-jsonl-export") == "15 2 * * *"
+
+    settings.JSONL_EXPORT_SCHEDULE = "30 4 * * 1"
+    assert ensure_schedules() == 0
+    assert _cron("conversation-jsonl-export") == "30 4 * * 1"
+    assert "runs at '30 4 * * 1'" in caplog.text
+
+
+def test_a_schedule_edited_in_the_admin_is_left_alone_with_a_warning(settings, caplog):
+    from django_celery_beat.models import CrontabSchedule
+
+    ensure_schedules()
+    row = PeriodicTask.objects.get(name="conversation-jsonl-export")
+    row.crontab = CrontabSchedule.objects.create(minute="5", hour="6")  # an operator's edit
+    row.save()
+
+    settings.JSONL_EXPORT_SCHEDULE = "30 4 * * *"
+    with caplog.at_level("WARNING", logger="reflection_site.celery"):
+        ensure_schedules()
+
+    assert _cron("conversation-jsonl-export") == "5 6 * * *"
+    assert (
+        "was edited in the admin" in caplog.text and "JSONL_EXPORT_SCHEDULE='30 4 * * *' is not applied" in caplog.text
+    )
+
+
+def test_a_row_from_before_the_setting_owned_it_follows_the_setting_if_untouched(settings):
+    settings.JSONL_EXPORT_SCHEDULE = "0 0 * * *"
+    ensure_schedules()
+    PeriodicTask.objects.filter(name="conversation-jsonl-export").update(description="")
+
+    settings.JSONL_EXPORT_SCHEDULE = "45 1 * * *"
+    ensure_schedules()
+
+    row = PeriodicTask.objects.get(name="conversation-jsonl-export")
+    assert _cron(row.name) == "45 1 * * *" and row.description.endswith("last applied: 45 1 * * *")
