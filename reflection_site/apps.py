@@ -7,6 +7,7 @@ class ReflectionSiteConfig(AppConfig):
     verbose_name = "Reflection"
 
     def ready(self) -> None:
+        from reflection_site import checks  # noqa: F401 - registers the system checks
         from reflection_site.celery import ensure_schedules
 
         post_migrate.connect(ensure_schedules, dispatch_uid="reflection_site.ensure_schedules")
