@@ -26,7 +26,6 @@ from django.utils.safestring import SafeString, mark_safe
 
 from guardian_app import workspace
 from guardian_app.corrections import correct_audit, derive_pattern
-from guardian_app.diffs import content_hash
 from guardian_app.errors import GuardianError, RollbackConflict
 from guardian_app.guardian import retry_write
 from guardian_app.models import (
@@ -39,7 +38,7 @@ from guardian_app.models import (
     WriteGuardianAudit,
 )
 from guardian_app.queries import file_history
-from guardian_app.rollback import plan_revert, rollback_write
+from guardian_app.rollback import RollbackStale, preview_rollback, rollback_write
 from reflection_site.admin import BigTableMixin, ReadOnlyAdmin
 
 Status = WriteGuardianAudit.Status
@@ -363,7 +362,7 @@ class WriteGuardianAuditAdmin(ReadOnlyAdmin):
             path("<str:object_id>/retry/", wrap(self.retry_view), name="guardian_app_writeguardianaudit_retry"),
             path("<str:object_id>/correct/", wrap(self.correct_view), name="guardian_app_writeguardianaudit_correct"),
             # <path:…>: reflect's bank pages have slashes in their names (bank/entities/Peter.md).
-            path("history/<path:file_name>/", wrap(self.history_view), name="guardian_app_file_history"),
+            path("history/<path:file_name>/", wrap(self.file_history_view), name="guardian_app_file_history"),
             *super().get_urls(),
         ]
 
@@ -396,75 +395,93 @@ class WriteGuardianAuditAdmin(ReadOnlyAdmin):
         }
 
     def rollback_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Confirmation page: the diff and a reason; ``force`` is offered only after a conflict, which is shown."""
+        """Confirmation page: the rollback run as a dry run, with the exact diff it will make or its conflict;
+        ``force`` is offered only with a conflict, beside the forced rollback's own dry-run diff. A confirmation
+        applies only to the file the operator saw (its hash): if it changed since, the new dry run is shown."""
         if not self.has_rollback_permission(request):
             raise PermissionDenied
         audit = get_object_or_404(
             WriteGuardianAudit.objects.select_related("before_snapshot", "after_snapshot"), id=object_id
         )
         change_url = reverse("admin:guardian_app_writeguardianaudit_change", args=[audit.id])
-        conflict: RollbackConflict | None = None
-        status = 200
         try:
-            on_disk = workspace.read_file(audit.target_file)
+            workspace.read_file(audit.target_file)
         except GuardianError as exc:  # A link or a FIFO in place of the file (a drift finding): nothing to show.
             self.message_user(request, str(exc), messages.ERROR)
             return HttpResponseRedirect(change_url)
+        if audit.status != Status.WRITTEN:
+            self.message_user(
+                request, f"Audit {audit.id} is {audit.status}: there is nothing to roll back.", messages.WARNING
+            )
+            return HttpResponseRedirect(change_url)
+        note = ""
         if request.method == "POST":
             form = RollbackForm(request.POST)
             if form.is_valid():
-                force = form.cleaned_data["force"]
-                current_hash = content_hash(on_disk or "")
-                if force and form.cleaned_data["seen_hash"] != current_hash:
-                    force = False  # The file changed since the conflict was shown: show the new one first.
-                try:
-                    rollback = rollback_write(
-                        audit, reason=form.cleaned_data["reason"], requested_by=request.user.get_username(), force=force
-                    )
-                except RollbackConflict as exc:
-                    conflict, status = exc, 409
-                    form = RollbackForm(initial={"reason": form.cleaned_data["reason"], "seen_hash": current_hash})
-                except GuardianError as exc:
-                    self.message_user(request, str(exc), messages.ERROR)
-                    return HttpResponseRedirect(change_url)
+                force, seen = form.cleaned_data["force"], form.cleaned_data["seen_hash"]
+                if not seen:
+                    note = "Check what the rollback will do, then confirm."
                 else:
-                    how = {
-                        "restore": "restored the file",
-                        "merge": "reverted only this write",
-                        "forced": "forced over later changes",
-                    }
-                    self.message_user(
-                        request,
-                        f"Rolled back {audit.id} ({how.get(rollback.method, rollback.method)}).",
-                        messages.SUCCESS,
-                    )
-                    return HttpResponseRedirect(change_url)
+                    try:
+                        rollback = rollback_write(
+                            audit,
+                            reason=form.cleaned_data["reason"],
+                            requested_by=request.user.get_username(),
+                            force=force,
+                            expected_hash=seen,
+                        )
+                    except RollbackStale:
+                        note = "The file changed since this page was shown: this is what the rollback would do now."
+                    except RollbackConflict:
+                        note = "Later changes now overlap this write: nothing was changed."
+                    except GuardianError as exc:
+                        self.message_user(request, str(exc), messages.ERROR)
+                        return HttpResponseRedirect(change_url)
+                    else:
+                        how = {
+                            "restore": "restored the file",
+                            "merge": "reverted only this write",
+                            "forced": "forced over later changes",
+                        }
+                        self.message_user(
+                            request,
+                            f"Rolled back {audit.id} ({how.get(rollback.method, rollback.method)}). "
+                            f"{rollback.change.summary().capitalize()}.",
+                            messages.SUCCESS,
+                        )
+                        return HttpResponseRedirect(change_url)
+                form = RollbackForm(initial={"reason": form.cleaned_data["reason"]})
         else:
-            if audit.status != Status.WRITTEN:
-                self.message_user(
-                    request, f"Audit {audit.id} is {audit.status}: there is nothing to roll back.", messages.WARNING
-                )
-                return HttpResponseRedirect(change_url)
             form = RollbackForm()
-        preview = None
-        if conflict is None and audit.after_snapshot_id:
-            plan = plan_revert(
-                audit.after_snapshot.content,
-                on_disk,
-                audit.before_snapshot.content if audit.before_snapshot_id else None,
-            )
-            preview = {"clean": plan.clean, "method": plan.method}
+        return self._rollback_page(request, audit, form, note)
+
+    def _rollback_page(self, request: HttpRequest, audit: WriteGuardianAudit, form: RollbackForm, note: str) -> Any:
+        change_url = reverse("admin:guardian_app_writeguardianaudit_change", args=[audit.id])
+        try:
+            preview = preview_rollback(audit)
+            forced = preview_rollback(audit, force=True) if preview.conflict is not None else None
+        except GuardianError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return HttpResponseRedirect(change_url)
+        shown = forced or preview
+        if form.is_bound:  # A form with errors: shown again, with the file's hash as it is now.
+            data = form.data.copy()
+            data["seen_hash"] = shown.content_hash
+            data.pop("force", None)
+            form = RollbackForm(data)
+            form.is_valid()
+        else:
+            form = RollbackForm(initial={**form.initial, "seen_hash": shown.content_hash})
+        conflict = preview.conflict
+        details = (conflict.details or {}) if conflict else {}
         context = self._context(
             request,
             audit,
             f"Roll back {audit.id}?",
             form=form,
+            note=note,
             conflict=conflict,
-            conflict_regions=(conflict.details or {}).get("conflicts", []) if conflict else [],
-            conflict_diffs=[
-                {"written": r["written"], "now": r["now"], "before": r["before"]}
-                for r in ((conflict.details or {}).get("conflicts", []) if conflict else [])
-            ],
+            conflict_diffs=details.get("conflicts", []),
             later=[
                 {
                     **v,
@@ -472,10 +489,14 @@ class WriteGuardianAuditAdmin(ReadOnlyAdmin):
                     if v.get("audit_id")
                     else "",
                 }
-                for v in ((conflict.details or {}).get("later_versions", []) if conflict else [])
+                for v in details.get("later_versions", [])
             ],
             preview=preview,
+            preview_diff=diff_html(preview.change.diff),
+            forced=forced,
+            forced_diff=diff_html(forced.change.diff) if forced else "",
         )
+        status = 409 if conflict is not None and request.method == "POST" else 200
         return TemplateResponse(request, "admin/guardian_app/rollback_confirm.html", context, status=status)
 
     def retry_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -544,8 +565,9 @@ class WriteGuardianAuditAdmin(ReadOnlyAdmin):
             self._context(request, audit, f"Correct {audit.id}", form=form),
         )
 
-    def history_view(self, request: HttpRequest, file_name: str) -> HttpResponse:
-        """A file's timeline: every version newest first, with its kind, diff, and links."""
+    def file_history_view(self, request: HttpRequest, file_name: str) -> HttpResponse:
+        """A file's timeline: every version newest first, with its kind, diff, and links. (Not ``history_view``:
+        that is Django's own page of an audit's admin log entries, behind each audit's "History" button.)"""
         if not (self.has_view_permission(request) or request.user.has_perm("guardian_app.view_fileversion")):
             raise PermissionDenied
         try:

@@ -19,7 +19,7 @@ from guardian_app.corrections import correct_audit
 from guardian_app.errors import RollbackConflict
 from guardian_app.guardian import retry_write
 from guardian_app.models import BehaviorCorrection, FileVersion, Rollback, WriteGuardianAudit
-from guardian_app.rollback import rollback_session, rollback_write
+from guardian_app.rollback import preview_rollback, rollback_session, rollback_write
 from guardian_app.schemas import (
     AuditDetailOut,
     AuditFilter,
@@ -30,7 +30,9 @@ from guardian_app.schemas import (
     HistoryFilter,
     RetryIn,
     RollbackIn,
-    RollbackOut,
+    RollbackPreviewIn,
+    RollbackPreviewOut,
+    RollbackResultOut,
     SessionRollbackIn,
     SessionRollbackOut,
     VersionOut,
@@ -107,16 +109,48 @@ def get_audit_diff(request: HttpRequest, audit_id: str) -> HttpResponse:
 @router.post(
     "/guardian/audits/{audit_id}/rollback",
     auth=ApiKey("operate"),
-    response={200: RollbackOut, 409: ErrorOut, 503: ErrorOut, **_ERRORS},
+    response={200: RollbackResultOut, 409: ErrorOut, 503: ErrorOut, **_ERRORS},
     url_name="rollback_audit",
 )
 def rollback_audit(request: HttpRequest, audit_id: str, payload: RollbackIn) -> Rollback:
     """Undo one write and keep everything written since; overlapping later changes are a 409 that changes
-    nothing (its details name the later audits and hand edits) unless `force` is given."""
+    nothing (its details name the later audits and hand edits) unless `force` is given. The answer lists the
+    lines removed and restored, measured by diffing the file; with `expected_hash` (a preview's) a file that
+    changed since the preview is a 409 `rollback_stale`."""
     audit = _audit(audit_id)
     return rollback_write(
-        audit, reason=payload.reason, requested_by=_actor(request, payload.requested_by), force=payload.force
+        audit,
+        reason=payload.reason,
+        requested_by=_actor(request, payload.requested_by),
+        force=payload.force,
+        expected_hash=payload.expected_hash,
     )
+
+
+@router.post(
+    "/guardian/audits/{audit_id}/rollback/preview",
+    auth=ApiKey("operate"),
+    response={200: RollbackPreviewOut, 409: ErrorOut, 503: ErrorOut, **_ERRORS},
+    url_name="preview_rollback",
+)
+def preview_rollback_view(request: HttpRequest, audit_id: str, payload: RollbackPreviewIn) -> dict[str, Any]:
+    """A dry run of the rollback: the exact diff it would make now, or its conflict (`clean: false`); with
+    `force`, the forced rollback's own diff. Changes nothing."""
+    preview = preview_rollback(_audit(audit_id), force=payload.force)
+    return {
+        "audit_id": preview.audit.id,
+        "force": preview.force,
+        "method": preview.method,
+        "clean": preview.plan.clean,
+        "changed": preview.change.changed,
+        "lines_removed": preview.change.removed,
+        "lines_restored": preview.change.restored,
+        "diff": preview.change.diff,
+        "content_hash": preview.content_hash,
+        "conflict": (
+            {"message": preview.conflict.message, **(preview.conflict.details or {})} if preview.conflict else None
+        ),
+    }
 
 
 @router.post(

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from ninja import Field, ModelSchema, Schema
 
 from guardian_app.models import BehaviorCorrection, FileVersion, Rollback, WriteGuardianAudit
+from guardian_app.rollback import rollback_change
 from reflection_site.api import NOT_BLANK
 from sessions_app.schemas import Timestamp, TimestampParam
 
@@ -19,6 +20,50 @@ class RollbackOut(ModelSchema):
     class Meta:
         model = Rollback
         fields = ["id", "rolled_back_at", "rolled_back_by", "reason", "previous_status", "method", "forced"]
+
+
+class RollbackResultOut(RollbackOut):
+    """A rollback and what it did to the file, measured by diffing the file before and after."""
+
+    changed: bool = Field(description="Whether the file changed (false: the write's lines were already gone).")
+    lines_removed: list[str] = Field(description="Lines that left the file.")
+    lines_restored: list[str] = Field(description="Lines the rollback put back.")
+    diff: str = Field(description="The unified diff of the file, before -> after the rollback.")
+
+    @staticmethod
+    def resolve_changed(obj: Rollback) -> bool:
+        return rollback_change(obj).changed
+
+    @staticmethod
+    def resolve_lines_removed(obj: Rollback) -> list[str]:
+        return rollback_change(obj).removed
+
+    @staticmethod
+    def resolve_lines_restored(obj: Rollback) -> list[str]:
+        return rollback_change(obj).restored
+
+    @staticmethod
+    def resolve_diff(obj: Rollback) -> str:
+        return rollback_change(obj).diff
+
+
+class RollbackPreviewIn(Schema):
+    force: bool = Field(False, description="Preview the forced rollback (its own diff).")
+
+
+class RollbackPreviewOut(Schema):
+    """A dry run: the exact change the rollback would make now, or the conflict that stops it."""
+
+    audit_id: str
+    force: bool
+    method: str = Field(description="restore | merge | forced")
+    clean: bool = Field(description="False: later changes overlap this write (see `conflict`).")
+    changed: bool
+    lines_removed: list[str]
+    lines_restored: list[str]
+    diff: str
+    content_hash: str = Field(description="The file previewed; pass it as `expected_hash` to apply exactly this.")
+    conflict: dict[str, Any] | None = None
 
 
 class AuditOut(ModelSchema):
@@ -103,6 +148,9 @@ class RollbackIn(Schema):
     reason: str = Field(..., min_length=1, max_length=2000, pattern=NOT_BLANK, description="Why; not only spaces.")
     requested_by: str | None = Field(None, max_length=255, description="Defaults to the API key's name.")
     force: bool = Field(False, description="Overwrite later changes that overlap (after a 409).")
+    expected_hash: str | None = Field(
+        None, max_length=64, description="A preview's `content_hash`: 409 `rollback_stale` if the file changed since."
+    )
 
 
 class SessionRollbackIn(Schema):
@@ -123,6 +171,9 @@ class SessionRollbackItemOut(Schema):
     rollback_id: str | None = None
     later_audits: list[str] | None = None
     hand_edits: list[str] | None = None
+    changed: bool = Field(False, description="Whether this item changes (or, applied, changed) its file.")
+    lines_removed: list[str] = Field(default_factory=list, description="Measured by diffing the file.")
+    lines_restored: list[str] = Field(default_factory=list)
 
 
 class SessionRollbackOut(Schema):
@@ -133,6 +184,8 @@ class SessionRollbackOut(Schema):
     planned: int
     rolled_back: int
     conflicts: int
+    changed: bool = Field(description="Whether any file changed (a dry run: would change).")
+    summary: str = Field(description="One line for people, from the measured changes.")
     items: list[SessionRollbackItemOut]
 
 

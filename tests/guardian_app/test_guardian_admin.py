@@ -80,10 +80,13 @@ def test_roll_back_through_the_confirmation_page(operator, written_audit, user_m
     assert page.status_code == HTTPStatus.OK
     assert b"Reason (required)" in page.content and b'name="force"' not in page.content
 
-    assert operator.post(_rollback(written_audit), {"reason": ""}).status_code == HTTPStatus.OK  # Form error.
+    seen = content_hash(user_md.read_text())
+    assert f'name="seen_hash" value="{seen}"' in page.content.decode()  # The dry run was made on this file.
+    assert operator.post(_rollback(written_audit), {"reason": "", "seen_hash": seen}).status_code == HTTPStatus.OK
+    assert operator.post(_rollback(written_audit), {"reason": "unseen"}).status_code == HTTPStatus.OK  # Not shown.
     assert not Rollback.objects.exists()
 
-    response = operator.post(_rollback(written_audit), {"reason": "wrong fact"})
+    response = operator.post(_rollback(written_audit), {"reason": "wrong fact", "seen_hash": seen})
     assert response.status_code == HTTPStatus.FOUND
     written_audit.refresh_from_db()
     assert written_audit.status == Status.ROLLED_BACK

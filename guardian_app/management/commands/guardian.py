@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import getpass
 import json
 import sys
 from argparse import ArgumentParser
@@ -19,7 +20,7 @@ from guardian_app.errors import GuardianError
 from guardian_app.guardian import retry_write, sweep_pending_decisions
 from guardian_app.models import MEMORY_FILES, WriteGuardianAudit
 from guardian_app.queries import audit_record, file_history, list_audits
-from guardian_app.rollback import rollback_session, rollback_write
+from guardian_app.rollback import LineChange, preview_rollback, rollback_session, rollback_write
 from reflection_site.errors import ReflectionError
 
 STATUSES = WriteGuardianAudit.Status.values
@@ -38,6 +39,18 @@ def _when(value: str) -> dt.datetime:
     except ValueError as exc:
         raise CommandError(f"not an ISO 8601 time: {value!r}") from exc
     return parsed if parsed.tzinfo else timezone.make_aware(parsed)
+
+
+def _reason(options: dict[str, Any]) -> str:
+    """--reason, or the default the seed's bare `guardian rollback <audit-id>` gets."""
+    return options["reason"] or f"rolled back from the CLI by {_user()}"
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # No login name (a container without a passwd entry).
+        return "unknown"
 
 
 def _file(value: str) -> str:
@@ -64,8 +77,9 @@ class Command(BaseCommand):
     help = (
         "Write-guardian audits. `list [SESSION]` shows the newest audits (default 10; -f file, -s status, "
         "--since/--until ISO 8601, -d with a diff summary). `show ID` prints one audit with its diff, `diff ID` "
-        "only the diff (coloured on a terminal). `rollback ID --reason …` undoes one write and keeps later "
-        "changes; an overlapping later change stops it unless --force. `rollback-session SESSION --reason …` "
+        "only the diff (coloured on a terminal). `rollback ID [--reason …]` undoes one write and keeps later "
+        "changes, and prints the lines it removed and restored; an overlapping later change stops it unless --force; "
+        "--dry-run shows the change it would make. `rollback-session SESSION --reason …` "
         "does a session's writes all or nothing (--partial, --dry-run). `retry ID [--fact …] [--file …]` runs "
         "the guardian again. `history -f FILE -l N` lists a file's versions. `correct ID --status … --reason …` "
         "records a behaviour correction (--apply-to-future steers later runs). `export --format json|csv|markdown "
@@ -100,14 +114,17 @@ class Command(BaseCommand):
 
         rollback = actions.add_parser("rollback", help="Undo one write, keeping later changes.")
         rollback.add_argument("audit_id")
-        rollback.add_argument("--reason", required=True)
+        rollback.add_argument("--reason", help='Why (default: "rolled back from the CLI by <user>").')
         rollback.add_argument("--force", action="store_true", help="Overwrite overlapping later changes.")
+        rollback.add_argument(
+            "--dry-run", action="store_true", help="Only show the change it would make now, or its conflict."
+        )
         rollback.add_argument("--by", default="cli", help="Who asks (default: cli).")
         rollback.add_argument("--json", action="store_true")
 
         session = actions.add_parser("rollback-session", help="Undo a session's writes, all or nothing.")
         session.add_argument("session_id")
-        session.add_argument("--reason", required=True)
+        session.add_argument("--reason", help='Why (default: "rolled back from the CLI by <user>").')
         session.add_argument("--since", type=_when)
         session.add_argument("--until", type=_when)
         session.add_argument("--dry-run", action="store_true")
@@ -244,11 +261,34 @@ class Command(BaseCommand):
         self.stdout.write(self._colour(audit.diff or "", options["color"]), ending="")
 
     # --- rollback / retry / correct -------------------------------------------------------------
+    def _print_change(self, change: LineChange) -> None:
+        """The lines a rollback removed and restored, as measured on the file."""
+        for line in change.removed:
+            self.stdout.write(f"  removed:  {line}")
+        for line in change.restored:
+            self.stdout.write(f"  restored: {line}")
+
     def handle_rollback(self, options: dict[str, Any]) -> None:
         audit = self._audit(options["audit_id"])
+        if options["dry_run"]:
+            preview = preview_rollback(audit, force=options["force"])
+            if options["json"]:
+                record = {"audit_id": audit.id, "dry_run": True, "method": preview.method, **preview.change.as_dict()}
+                if preview.conflict is not None:
+                    record["conflict"] = {"message": preview.conflict.message, **(preview.conflict.details or {})}
+                self.stdout.write(json.dumps(record, indent=2))
+                return
+            if preview.conflict is not None:
+                self.stdout.write(self.style.WARNING(f"Conflict: {preview.conflict.message}"))
+                self.stdout.write("Add --force --dry-run to see what a forced rollback would do.")
+                return
+            self.stdout.write(f"Dry run: rolling back {audit.id} now would do this ({preview.change.summary()}):")
+            self._print_change(preview.change)
+            self.stdout.write(self._colour(preview.change.diff or "(no change)\n", "auto"), ending="")
+            return
         try:
             rollback = rollback_write(
-                audit, reason=options["reason"], requested_by=options["by"], force=options["force"]
+                audit, reason=_reason(options), requested_by=options["by"], force=options["force"]
             )
         except GuardianError as exc:
             if options["json"]:
@@ -264,16 +304,22 @@ class Command(BaseCommand):
                         "audit_id": audit.id,
                         "method": rollback.method,
                         "forced": rollback.forced,
+                        **rollback.change.as_dict(),
                     }
                 )
             )
             return
-        self.stdout.write(self.style.SUCCESS(f"Rolled back {audit.id} ({rollback.method}); rollback {rollback.id}"))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Rolled back {audit.id} ({rollback.method}); rollback {rollback.id}: {rollback.change.summary()}"
+            )
+        )
+        self._print_change(rollback.change)
 
     def handle_rollback_session(self, options: dict[str, Any]) -> None:
         result = rollback_session(
             options["session_id"],
-            reason=options["reason"],
+            reason=_reason(options),
             requested_by=options["by"],
             since=options["since"],
             until=options["until"],
@@ -291,9 +337,15 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{len(result.conflicts)} write(s) conflict; nothing was rolled back (use --partial to roll back the rest)"
             )
-        if result.applied:
-            done = sum(1 for i in result.items if i.status == "rolled_back")
-            self.stdout.write(self.style.SUCCESS(f"Rolled back {done} write(s) of {options['session_id']}"))
+        if options["json"]:
+            return
+        for item in result.items:
+            if item.status == ("clean" if result.dry_run else "rolled_back") and item.change is not None:
+                if item.change.changed:
+                    self.stdout.write(f"{item.audit.id} ({item.audit.target_file}): {item.change.summary()}")
+                    self._print_change(item.change)
+        style = self.style.SUCCESS if result.applied and result.files_changed else self.style.WARNING
+        self.stdout.write(style(result.summary()))
 
     def handle_retry(self, options: dict[str, Any]) -> None:
         audit = self._audit(options["audit_id"])
