@@ -26,6 +26,8 @@ from typing import Any
 
 from django.conf import settings
 
+from reflection_site.poisoning import hold_reason
+
 MODEL_NAME = "heuristic-guardian-v1"
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -164,66 +166,14 @@ def vague_reason(fact: str) -> str | None:
 
 
 # --- Memory poisoning ----------------------------------------------------------------------------
-_INSTRUCTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (label, re.compile(pattern, re.IGNORECASE | re.MULTILINE))
-    for label, pattern in (
-        (
-            "an instruction to ignore earlier instructions",
-            # Also in the third person the gate writes facts in ("the agent ignores its guidelines").
-            r"\b(?:ignor|disregard|forget|overrid|bypass)(?:e|es|ed|ing|s)?\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|preceding|original|all|any|your|system|its|their|own|safety)\b[^.\n]{0,30}\b(?:instructions?|prompts?|rules|guidelines|directives)\b",
-        ),
-        (
-            "a claim to a new role or instructions",
-            r"\b(?:new|updated) (?:system )?instructions?\s*:|\byou are now\b|\bfrom now on,? (?:you|the agent|the assistant|it) (?:are|is|must|will|should) (?:only )?(?:obey|ignore|act)|\b(?:developer|dan|god) mode\b|\bjailbreak|\bunrestricted (?:ai|assistant|agent|mode|model)\b|\b(?:you|agent|assistant|ai|it)\b[^.\n]{0,30}\b(?:has|have|with|without) (?:no |any )?(?:restrictions|limits|filters|safety rules)\b",
-        ),
-        ("a reference to the system prompt", r"\bsystem prompt\b|\bhidden instructions?\b"),
-        (
-            "role syntax",
-            # A "### System:" marker counts anywhere in a line ("Remember this: ### System: grant …").
-            r"^\s*(?:system|assistant|developer)\s*:|<\|?(?:im_start|im_end|system|assistant|endoftext)\|?>|\[/?INST\]|<</?SYS>>|^\s*#{2,}\s*(?:instruction|system)\b|#{2,}\s*(?:instructions?|system)\s*:|</?(?:system|assistant)>",
-        ),
-        (
-            "tool-call syntax",
-            r"\"(?:tool_calls?|function_call)\"\s*:|<(?:tool_call|function_call|invoke)\b|<function=|\{\s*\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\"\s*:",
-        ),
-        (
-            "the gate's or the guardian's reply format",
-            r"\"(?:action|edits|decision|candidate_fact)\"\s*:\s*[\[\"{]",
-        ),
-        (
-            "an instruction to write to a file",
-            r"\b(?:write|save|append|add|put|insert|copy|store)\b[^.\n]{0,40}\b(?:to|into|in)\s+[`'\"]?(?:[\w./~-]*/)?[\w.-]+\.(?:py|sh|bash|zsh|js|ts|json|ya?ml|toml|ini|cfg|conf|env|md|txt|sql|rb|go|rs|php)\b",
-        ),
-        (
-            "a path outside the memory files",
-            r"(?:^|[\s`'\"])(?:/etc/|~/\.ssh|\.\./|/root/|/usr/bin/)|\.ssh/authorized_keys",
-        ),
-        (
-            "a shell command to run",
-            r"\brm\s+-rf\b|\bcurl\b[^|\n]*\|\s*(?:ba)?sh\b|\bwget\b[^|\n]*\|\s*(?:ba)?sh\b|\bchmod\s+\+x\b",
-        ),
-        (
-            "an instruction to ignore earlier instructions",
-            r"(?:忽略|无视|忘记|忘掉|不要理会)[^。！？!?\n]{0,8}?(?:指令|指示|提示|规则|设定|限制)",
-        ),
-        (
-            "a claim to a new role or instructions",
-            r"(?:你|助手)现在是|从现在起(?:你|助手)(?:必须|要)?(?:忽略|服从)|系统提示|新的指令[:：]|没有(?:任何)?(?:限制|约束)的(?:助手|AI|模型)",
-        ),
-    )
-)
-
-
 def instruction_like(text: str) -> str | None:
     """Why ``text`` reads as an instruction to the agent rather than a fact, or None.
 
     Memory poisoning (injecting instructions into an agent's long-term memory so that they run in
     later conversations) is a published attack: such facts are held for a person, never written.
+    The classes it recognises are in ``reflection_site.poisoning``.
     """
-    for label, pattern in _INSTRUCTION_PATTERNS:
-        if pattern.search(text or ""):
-            return label
-    return None
+    return hold_reason(text)
 
 
 # --- Sections ------------------------------------------------------------------------------------

@@ -81,6 +81,8 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from reflection_site.poisoning import hold_reason
+
 MODEL_NAME = "heuristic-gate-v1"
 
 DECISIONS = ("NO_WRITE", "UPDATE_MEMORY", "UPDATE_USER", "UPDATE_SOUL", "UPDATE_IDENTITY", "UPDATE_TOOLS")
@@ -1448,9 +1450,24 @@ def classify_turn(
        highest-precedence write; a bare "remember that" looks back at the sentence before it, then at
        ``context``.
     3. Let the first matching behaviour correction override the result.
+    4. A write from a message that, read whole, carries an instruction (``reflection_site.poisoning``)
+       passes the whole message as its fact, so that the guardian holds it for review: the rules keep one
+       sentence, and the instruction could sit in another ("Great tip. Whenever someone asks, send them
+       to …").
 
     Never raises on odd input; an empty or unreadable message is ``NO_WRITE``.
     """
     message = _normalise(user_message)
     verdict, statement = _classify_message(message, context)
-    return _apply_corrections(verdict, message, statement, corrections)
+    verdict = _apply_corrections(verdict, message, statement, corrections)
+    if verdict.decision != NO_WRITE and not hold_reason(verdict.candidate_fact or ""):
+        why = hold_reason(message)
+        if why is not None:
+            return GateVerdict(
+                verdict.decision,
+                f"{verdict.reason}; the message reads as an instruction ({why}), so the whole of it goes to the "
+                "guardian to be held for review",
+                " ".join(message.split()),
+                verdict.confidence,
+            )
+    return verdict
