@@ -28,7 +28,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Subquery
 from django.utils import timezone
 
 from guardian_app.models import (
@@ -148,7 +148,7 @@ def _group(audit: WriteGuardianAudit) -> str:
 
 def daily_report(day: dt.date) -> DailyReport:
     """The day's report (see the module docstring); a handful of indexed queries."""
-    from sessions_app.models import ConversationTurn, MemoryGateDecision
+    from sessions_app.models import ConversationTurn
 
     start, end = day_bounds(day)
     sessions: dict[str, SessionReport] = {}
@@ -282,9 +282,7 @@ def daily_report(day: dt.date) -> DailyReport:
     )
     for session_id, n in turns.items():
         session(session_id).turns = n
-    gate = MemoryGateDecision.objects.filter(created_at__gte=start, created_at__lt=end).aggregate(
-        write=Count("id", filter=~Q(decision="NO_WRITE")), no_write=Count("id", filter=Q(decision="NO_WRITE"))
-    )
+    gate = gate_figures(start, end)
     ordered = sorted(sessions.values(), key=lambda s: (s.session.startswith("("), -s.counts.changes, s.session))
     return DailyReport(
         day=day,
@@ -292,9 +290,33 @@ def daily_report(day: dt.date) -> DailyReport:
         sessions=ordered,
         highlights=(pivotal + written)[:MAX_HIGHLIGHTS],
         turns=sum(turns.values()),
-        gate={"write": gate["write"] or 0, "no_write": gate["no_write"] or 0},
+        gate=gate,
         reflect_runs=run_rows,
     )
+
+
+def gate_figures(start: dt.datetime, end: dt.datetime) -> dict[str, int]:
+    """The gate's figures of the turns received in [start, end), each counted once by its latest decision (a
+    re-run of the gate replaces the earlier one): ``write`` (an ``UPDATE_*``), ``no_write``, ``undecided`` (no
+    decision yet, or the gate failed). They add up to ``turns``. The one computation behind the daily report,
+    ``memory report`` and the admin index's "Memory changes today" (counting decisions by their own time
+    counted a turn twice when it was re-run, and a turn of yesterday decided today)."""
+    from sessions_app.models import ConversationTurn, MemoryGateDecision
+
+    latest = MemoryGateDecision.objects.filter(turn=OuterRef("pk")).order_by("-run_number", "-created_at", "-id")
+    rows = (
+        ConversationTurn.objects.filter(created_at__gte=start, created_at__lt=end)
+        .annotate(latest=Subquery(latest.values("decision")[:1]))
+        .values("latest")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    figures = {"turns": 0, "write": 0, "no_write": 0, "undecided": 0}
+    for row in rows:
+        kind = "undecided" if row["latest"] is None else "no_write" if row["latest"] == "NO_WRITE" else "write"
+        figures[kind] += row["n"]
+        figures["turns"] += row["n"]
+    return figures
 
 
 def session_report(session_id: str) -> SessionReport:
@@ -328,7 +350,8 @@ def render_markdown(report: DailyReport) -> str:
         "",
         "### Totals",
         "",
-        f"- Turns: {report.turns} (gate: {report.gate['write']} to write, {report.gate['no_write']} nothing to remember)",
+        f"- Turns: {report.turns} (gate: {report.gate['write']} to write, {report.gate['no_write']} nothing to remember"
+        + (f", {report.gate['undecided']} not decided yet)" if report.gate["undecided"] else ")"),
         f"- Created: {c.created}",
         f"- Merged: {c.merged}",
         f"- Skipped: {c.skipped}{held}",
