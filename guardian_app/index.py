@@ -59,7 +59,7 @@ SOURCE = "memory"
 _DAILY_LOG = re.compile(r"^memory/(\d{4})-(\d{2})-(\d{2})(?:[-_][^/]*)?\.md$")
 _BANK_PAGE = re.compile(r"^bank/(?:[^/.][^/]*/)*[^/.][^/]*\.md$")
 _BANK_KINDS = {"bank/world.md": "world", "bank/experience.md": "experience", "bank/opinions.md": "opinion"}
-_EMBED_BATCH = 256
+_EMBED_BATCH = 1024
 _ADVISORY_LOCK_KEY = 0x5245_4341  # "RECA"
 
 Progress = Callable[[int, int, str], None]
@@ -503,9 +503,13 @@ def _embed_pending(report: IndexReport) -> None:
             report.embedding_error = str(exc)
             failed = True
             break
-        updates = [MemoryChunk(id=chunk_id, embedding=vectors[digest], model=label) for chunk_id, digest, *_ in rows]
-        with transaction.atomic():
-            MemoryChunk.objects.bulk_update(updates, ["embedding", "model"], batch_size=200)
+        # One prepared UPDATE per row: the ORM's bulk_update builds a CASE per column and batch, which cost more
+        # than the local model's embedding itself.
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.executemany(
+                "UPDATE memory_index_chunks SET embedding = %s, model = %s WHERE id = %s",
+                [(vectors[digest], label, chunk_id) for chunk_id, digest, *_ in rows],
+            )
     report.embedded += stats.embedded
     report.embedding_cache_hits += stats.hits
     if failed and meta.get("embeddingLabel") != label:
@@ -514,7 +518,7 @@ def _embed_pending(report: IndexReport) -> None:
     dims = len(bytes(sample)) // 4 if sample is not None else meta.get("vectorDims")
     wanted = {
         **meta,
-        "provider": "openai-compatible",
+        "provider": config.provider,
         "model": config.model,
         "vectorDims": dims,
         "embeddingLabel": label,

@@ -1,18 +1,24 @@
-"""Recall: a small, ranked, attributed set of facts from the index (seeds 001, 003 and 004).
+"""Recall: a small, ranked, attributed set of facts from the index (seeds 001, 003 and 004; issue 22).
 
-1. **Keyword**: the query's words (CJK as bigrams, see ``guardian_app.chunking``) are each quoted and
-   ANDed; when that finds nothing they are ORed (seed 003's query builder). User input never reaches the
-   FTS syntax: only letters and digits survive tokenising, each term is a quoted string on SQLite and a
-   ``plainto_tsquery`` parameter on PostgreSQL. SQLite ranks with FTS5's BM25, PostgreSQL with
-   ``ts_rank_cd`` over a GIN-indexed tsvector.
-2. **Vector** (when an embedding endpoint is configured): cosine similarity against every chunk's vector,
-   by NumPy brute force over a per-process matrix that is reloaded when the index changes; above
-   ``RECALL_BRUTE_FORCE_MAX_CHUNKS`` vectors on SQLite, by sqlite-vec's ``vec_distance_cosine`` when the
-   extension loads (NumPy otherwise).
-3. **Hybrid merge** (seed 003 §3.4): keyword scores are divided by the best one (BM25 has no upper bound),
-   vector scores are cosine similarities clipped to [0, 1]; ``RECALL_VECTOR_WEIGHT × vector +
-   RECALL_KEYWORD_WEIGHT × keyword``. Keyword-only recall uses the keyword score alone, and says so.
-4. **Decay** (seed 004 P1-001): ``score × 2^(−age_days / RECALL_DECAY_HALF_LIFE_DAYS) × (1 + 0.1·ln(1 + hits))``.
+Relevance first, measured on public data (``guardian_app/recall_eval.py``, BENCHMARKS.md):
+
+1. **Query understanding** (EN and ZH): stop words dropped, English stemmed by the index's tokenizer (FTS5's
+   porter, PostgreSQL's ``english``), CJK runs as bigrams without the bigrams of function characters
+   (``了``, ``我``, ``的`` …), a time expression ("last month", "in May", "3 weeks ago", "上个月", "五月",
+   "before Tomas moved …") taken out of the words and turned into a time scope.
+2. **Keyword**: the terms ORed (each a quoted FTS5 string on SQLite, a ``plainto_tsquery`` each on PostgreSQL),
+   ranked by BM25 (``ts_rank_cd``), so k is filled with the best partial matches; a chunk with more of the
+   words ranks higher by BM25 itself. User input never reaches the FTS syntax.
+3. **Vector** (on by default: the local in-wheel model, or an endpoint): cosine similarity over the per-process
+   NumPy matrix of the index's vectors (one read per index generation), the filters as a mask.
+4. **Fusion**: the seed's weighted merge, ``RECALL_VECTOR_WEIGHT × cosine + RECALL_KEYWORD_WEIGHT × bm25/best``
+   (0.5/0.5 by default: on the public evaluation it beat both the seed's 0.7/0.3 and reciprocal-rank fusion,
+   ``RECALL_FUSION=rrf``, which stays available).
+5. **Time scope**: chunks of daily logs dated inside the scope rank first, the rest fill the remaining places.
+6. **Recency and use** are a bounded boost, ``× (1 + RECALL_RECENCY_WEIGHT·2^(−age/half-life)) ×
+   (1 + RECALL_DECAY_ACTIVE_WEIGHT·ln(1 + hits))``, for questions without a time scope: an exact match that is a
+   year old still beats a vaguer one from today. Durable facts (the five files, bank pages) count as current.
+   The seed's age decay belongs to ``mem_items`` and opinions' confidence (``guardian_app.opinions``), not here.
 
 Filters (``since``, ``until``, ``kind``, ``entity``, ``file``) apply before ranking, in the same query.
 """
@@ -28,7 +34,7 @@ import threading
 import time
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from typing import Any
 
@@ -66,6 +72,8 @@ STOP_WORDS = frozenset(
 CJK_STOP_WORDS = frozenset(
     "什么 我们 你们 他们 关于 怎么 哪些 是否 知道 一下 这个 那个 哪个 有没 没有 的 了 吗 呢 吧 是".split()
 )
+# Function characters: a query bigram that contains one ("我去", "做了", "了什") is dropped when others are left.
+CJK_STOP_CHARS = frozenset("的了吗呢吧啊呀我你他她它们是在有和与跟么什哪怎谁个这那吗过着就都也还把被给")
 
 
 class InvalidRecallQuery(ReflectionError):
@@ -110,7 +118,11 @@ def parse_time(
 
 
 def query_terms(query: str) -> list[str]:
-    """The query's search terms: lower-cased words, CJK runs as bigrams, stop words dropped, each once."""
+    """The query's search terms: lower-cased words, CJK runs as bigrams, stop words dropped, each once.
+
+    A CJK bigram that holds a function character (``我去``, ``做了``) is dropped too, unless nothing else is left:
+    a question's bigrams across word boundaries match nothing useful and only add noise to the OR query.
+    """
     words: list[str] = []
     for match in WORD.finditer(unicodedata.normalize("NFKC", query)):
         word = match.group()
@@ -119,8 +131,182 @@ def query_terms(query: str) -> list[str]:
         else:
             words.append(word[:MAX_TOKEN_CHARS].lower())
     words = list(dict.fromkeys(words))
-    content = [w for w in words if w not in STOP_WORDS and w not in CJK_STOP_WORDS]
+    content = [
+        w
+        for w in words
+        if w not in STOP_WORDS and w not in CJK_STOP_WORDS and not (is_cjk(w[0]) and CJK_STOP_CHARS.intersection(w))
+    ]
     return (content or words)[:MAX_TERMS]
+
+
+# --- Time expressions ---------------------------------------------------------------------------------------
+MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
+_UNIT_RE = r"(day|week|month|year)s?"
+_EN_RELATIVE = re.compile(
+    r"\b(?P<which>yesterday|today|tonight|this morning|"
+    r"(?:this|last|past|previous) (?:week|month|year)|recently|lately)\b",
+    re.IGNORECASE,
+)
+_EN_AGO = re.compile(rf"\b(?P<n>\d{{1,3}}|a|an|one|two|three|four|five|six) {_UNIT_RE} ago\b", re.IGNORECASE)
+_EN_MONTH = re.compile(
+    rf"\b(?:in|during|since|of|from|on) (?P<month>{_MONTH_NAMES})\b\.?(?: (?P<year>\d{{4}}))?", re.IGNORECASE
+)
+_EN_YEAR = re.compile(r"\b(?:in|during) (?P<year>(?:19|20)\d\d)\b", re.IGNORECASE)
+_EN_ANCHOR = re.compile(r"\b(?P<side>before|after) (?P<event>[^?.!,;]{3,})", re.IGNORECASE)
+_ZH_RELATIVE = re.compile(
+    r"(?P<which>昨天|今天|上周|上星期|上个星期|这周|本周|这个星期|上个月|上月|这个月|本月|去年|今年|最近)"
+)
+_ZH_MONTH = re.compile(r"(?:(?P<year>\d{4})年)?(?P<month>1[0-2]|[1-9]|十[一二]?|[一二三四五六七八九])月份?")
+_ZH_ANCHOR = re.compile(r"(?:在)?(?P<event>[^，。？！?]{2,}?)(?P<side>之前|以前|之后|以后)")
+_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_UNIT_LENGTH = {"day": 1, "week": 7, "month": 30, "year": 365}
+
+
+@dataclass(frozen=True)
+class TimeScope:
+    """A half-open window ``[start, end)`` that a question asks about, and the words that said so."""
+
+    start: dt.datetime | None
+    end: dt.datetime | None
+    phrase: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "start": self.start.isoformat() if self.start else None,
+            "end": self.end.isoformat() if self.end else None,
+            "phrase": self.phrase,
+        }
+
+
+def _day(moment: dt.datetime) -> dt.datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _month_window(year: int, month: int, tz: dt.tzinfo | None) -> tuple[dt.datetime, dt.datetime]:
+    start = dt.datetime(year, month, 1, tzinfo=tz)
+    end = dt.datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=tz)
+    return start, end
+
+
+def _zh_number(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    if text.startswith("十"):
+        return 10 + (_ZH_DIGITS.get(text[1:], 0) if len(text) > 1 else 0)
+    return _ZH_DIGITS[text]
+
+
+def time_scope(query: str, *, now: dt.datetime) -> tuple[TimeScope | None, str]:
+    """The time window a question asks about, and the question without the words that said it.
+
+    Relative expressions are taken against ``now`` in the server's time zone; a month without a year is its
+    latest occurrence up to now. ``before X`` / ``after X`` (``X之前``) are returned with no window and the
+    event ``X`` as the phrase: ``recall`` dates the event by searching for it.
+    """
+    local = timezone.localtime(now)
+    tz = local.tzinfo
+    today = _day(local)
+    match = _EN_RELATIVE.search(query) or _ZH_RELATIVE.search(query)
+    if match:
+        which = match.group("which").lower()
+        day = dt.timedelta(days=1)
+        this_week = today - dt.timedelta(days=today.weekday())
+        this_month = today.replace(day=1)
+        last_month = (this_month - day).replace(day=1)
+        this_year = today.replace(month=1, day=1)
+        windows = {
+            "yesterday": (today - day, today),
+            "昨天": (today - day, today),
+            "today": (today, today + day),
+            "tonight": (today, today + day),
+            "this morning": (today, today + day),
+            "今天": (today, today + day),
+            "this week": (this_week, today + day),
+            "这周": (this_week, today + day),
+            "本周": (this_week, today + day),
+            "这个星期": (this_week, today + day),
+            "last week": (this_week - 7 * day, this_week),
+            "previous week": (this_week - 7 * day, this_week),
+            "上周": (this_week - 7 * day, this_week),
+            "上星期": (this_week - 7 * day, this_week),
+            "上个星期": (this_week - 7 * day, this_week),
+            "past week": (today - 7 * day, today + day),
+            "this month": (this_month, today + day),
+            "这个月": (this_month, today + day),
+            "本月": (this_month, today + day),
+            "last month": (last_month, this_month),
+            "previous month": (last_month, this_month),
+            "上个月": (last_month, this_month),
+            "上月": (last_month, this_month),
+            "past month": (today - 30 * day, today + day),
+            "this year": (this_year, today + day),
+            "今年": (this_year, today + day),
+            "last year": (this_year.replace(year=this_year.year - 1), this_year),
+            "previous year": (this_year.replace(year=this_year.year - 1), this_year),
+            "去年": (this_year.replace(year=this_year.year - 1), this_year),
+            "past year": (today - 365 * day, today + day),
+            "recently": (today - 30 * day, today + day),
+            "lately": (today - 30 * day, today + day),
+            "最近": (today - 30 * day, today + day),
+        }
+        start, end = windows[which]
+        return TimeScope(start, end, match.group()), _cut(query, match)
+    match = _EN_AGO.search(query)
+    if match:
+        n = match.group("n").lower()
+        count = int(n) if n.isdigit() else _NUMBER_WORDS[n]
+        unit = dt.timedelta(days=_UNIT_LENGTH[match.group(2).lower()])
+        center = today - count * unit
+        return TimeScope(center - unit, center + unit + dt.timedelta(days=1), match.group()), _cut(query, match)
+    match = _EN_MONTH.search(query)
+    zh_month = None if match else _ZH_MONTH.search(query)
+    if match or zh_month:
+        if match:
+            month = MONTHS[match.group("month").lower()]
+        else:
+            match = zh_month
+            month = _zh_number(match.group("month"))
+        if 1 <= month <= 12:
+            year = int(match.group("year")) if match.group("year") else local.year - (month > local.month)
+            start, end = _month_window(year, month, tz)
+            return TimeScope(start, end, match.group()), _cut(query, match)
+    match = _EN_YEAR.search(query)
+    if match:
+        year = int(match.group("year"))
+        return TimeScope(
+            dt.datetime(year, 1, 1, tzinfo=tz), dt.datetime(year + 1, 1, 1, tzinfo=tz), match.group()
+        ), _cut(query, match)
+    match = _EN_ANCHOR.search(query) or _ZH_ANCHOR.search(query)
+    if match:
+        side = "before" if match.group("side").lower() in ("before", "之前", "以前") else "after"
+        return TimeScope(None, None, f"{side}:{match.group('event').strip()}"), _cut(query, match)
+    return None, query
+
+
+def _cut(query: str, match: re.Match[str]) -> str:
+    return (query[: match.start()] + " " + query[match.end() :]).strip()
 
 
 def fts5_query(terms: list[str], operator: str = "AND") -> str:
@@ -137,6 +323,7 @@ class Filters:
     kind: str | None = None
     entity: str | None = None
     file: str | None = None
+    dated: bool = False  # only chunks of daily logs (a time scope's window; durable files have no date)
 
     def sql(self, alias: str = "c") -> tuple[str, list[Any]]:
         """`` AND …`` conditions on the chunks table and their parameters."""
@@ -162,10 +349,12 @@ class Filters:
             else:
                 parts.append(f"{alias}.path = %s")
                 params.append(self.file)
+        if self.dated:
+            parts.append(f"{alias}.path LIKE 'memory/%%'")
         return "".join(f" AND {p}" for p in parts), params
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
+        return {k: v for k, v in self.__dict__.items() if v not in (None, "", False)}
 
 
 def _like_escape(text: str) -> str:
@@ -181,19 +370,19 @@ _META_COLUMNS = "c.timestamp, c.hits, c.path, c.start_line"
 def keyword_search(
     terms: list[str], filters: Filters, limit: int, *, meta: dict[int, Meta] | None = None
 ) -> tuple[dict[int, float], str]:
-    """``({chunk id: raw score, higher is better}, "AND"|"OR")``; AND first, OR when AND finds nothing.
+    """``({chunk id: raw score, higher is better}, "AND"|"OR")``: the terms ORed, ranked by BM25.
 
-    ``meta`` (if given) receives each found chunk's ranking columns, saving a query.
+    OR, not AND first: an AND that every word matches somewhere returns a couple of chunks and leaves the
+    rest of k empty (issue 22); BM25 already ranks a chunk with more of the words higher. A single term is
+    reported as ``AND``. ``meta`` (if given) receives each found chunk's ranking columns, saving a query.
     """
     if not terms:
         return {}, "AND"
-    for operator in ("AND", "OR") if len(terms) > 1 else ("AND",):
-        rows = _keyword_query(terms, operator, filters, limit)
-        if rows:
-            if meta is not None:
-                meta.update({row[0]: row[2:] for row in rows})
-            return {row[0]: row[1] for row in rows}, operator
-    return {}, "AND" if len(terms) == 1 else "OR"
+    operator = "OR" if len(terms) > 1 else "AND"
+    rows = _keyword_query(terms, operator, filters, limit)
+    if meta is not None:
+        meta.update({row[0]: row[2:] for row in rows})
+    return {row[0]: row[1] for row in rows}, operator
 
 
 def _keyword_query(terms: list[str], operator: str, filters: Filters, limit: int) -> list[tuple]:
@@ -326,6 +515,8 @@ def _mask(matrix: _Matrix, filters: Filters) -> np.ndarray | None:
             mask &= np.char.startswith(matrix.paths, filters.file)
         else:
             mask &= matrix.paths == filters.file
+    if filters.dated:
+        mask &= np.char.startswith(matrix.paths, "memory/")
     return mask
 
 
@@ -397,25 +588,59 @@ def vector_search(query_vector: np.ndarray, label: str, filters: Filters, limit:
 
 
 # --- Ranking --------------------------------------------------------------------------------------------------
-def decay_factor(age_days: float, hits: int, *, half_life_days: float, active_weight: float) -> float:
-    """Seed 004 P1-001: ``2^(−age/half_life) × (1 + active_weight·ln(1 + hits))``; the future counts as now."""
-    time_decay = 2 ** (-max(0.0, age_days) / half_life_days) if half_life_days > 0 else 1.0
-    return time_decay * (1 + active_weight * math.log1p(max(0, hits)))
-
-
 def merge_scores(
-    keyword: dict[int, float], vector: dict[int, float], *, vector_weight: float, keyword_weight: float, hybrid: bool
+    keyword: dict[int, float],
+    vector: dict[int, float],
+    *,
+    vector_weight: float,
+    keyword_weight: float,
+    hybrid: bool,
+    fusion: str = "weighted",
+    rrf_k: int = 60,
 ) -> dict[int, tuple[float, float, float]]:
-    """``{id: (merged, vector part, keyword part)}`` with both parts normalised to [0, 1] first."""
+    """``{id: (merged, vector part, keyword part)}``; the parts are each list's scores normalised to [0, 1].
+
+    ``weighted`` (seed 003 §3.4): ``vector_weight × cosine + keyword_weight × bm25 / best bm25``.
+    ``rrf``: ``Σ 1 / (rrf_k + rank)`` over the two lists, scaled so that first in both is 1: ranks only, so
+    BM25's unbounded scores and the model's narrow band of cosines need no normalisation that could be wrong.
+    """
     best = max(keyword.values(), default=0.0)
     keyword_norm = {i: (s / best if best > 0 else 0.0) for i, s in keyword.items()}
     vector_norm = {i: min(1.0, max(0.0, s)) for i, s in vector.items()}
     merged: dict[int, tuple[float, float, float]] = {}
+    if hybrid and fusion == "rrf":
+        keyword_rank = {i: r for r, i in enumerate(sorted(keyword, key=lambda i: (-keyword[i], i)), start=1)}
+        vector_rank = {i: r for r, i in enumerate(sorted(vector, key=lambda i: (-vector[i], i)), start=1)}
+        top = 2 / (rrf_k + 1)
+        for chunk_id in keyword.keys() | vector.keys():
+            fused = sum(1 / (rrf_k + ranks[chunk_id]) for ranks in (keyword_rank, vector_rank) if chunk_id in ranks)
+            merged[chunk_id] = (fused / top, vector_norm.get(chunk_id, 0.0), keyword_norm.get(chunk_id, 0.0))
+        return merged
     for chunk_id in keyword_norm.keys() | vector_norm.keys():
         v = vector_norm.get(chunk_id, 0.0)
         k = keyword_norm.get(chunk_id, 0.0)
         merged[chunk_id] = ((vector_weight * v + keyword_weight * k) if hybrid else k, v, k)
     return merged
+
+
+def is_durable(path: str) -> bool:
+    """The five files and bank pages hold facts that stay true until edited: they never age in ranking."""
+    return not path.startswith("memory/")
+
+
+def boost_factor(
+    age_days: float | None, hits: int, *, half_life_days: float, recency_weight: float, active_weight: float
+) -> float:
+    """``(1 + recency_weight·2^(−age/half_life)) × (1 + active_weight·ln(1 + hits))``; ``age_days=None``: durable.
+
+    Bounded: with the defaults, today's chunk gets at most 10 % over one of any age, so recency only breaks
+    near-ties. A durable fact gets the full recency part.
+    """
+    if age_days is None or half_life_days <= 0:
+        fresh = 1.0
+    else:
+        fresh = 2 ** (-max(0.0, age_days) / half_life_days)
+    return (1 + recency_weight * fresh) * (1 + active_weight * math.log1p(max(0, hits)))
 
 
 @dataclass
@@ -472,6 +697,7 @@ class RecallAnswer:
     filters: dict[str, Any] = field(default_factory=dict)
     note: str | None = None
     took_ms: float = 0.0
+    scope: TimeScope | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -480,6 +706,7 @@ class RecallAnswer:
             "note": self.note,
             "terms": self.terms,
             "operator": self.operator,
+            "time_scope": self.scope.as_dict() if self.scope else None,
             "filters": {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in self.filters.items()},
             "took_ms": round(self.took_ms, 2),
             "results": [r.as_dict() for r in self.results],
@@ -489,6 +716,47 @@ class RecallAnswer:
 def _snippet(text: str) -> str:
     limit = settings.RECALL_SNIPPET_MAX_CHARS
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _event_date(event: str, filters: Filters) -> dt.datetime | None:
+    """The date of the daily-log chunk that best matches ``event`` ("Tomas moved to day shifts"), or None."""
+    meta: dict[int, Meta] = {}
+    found, _ = keyword_search(query_terms(event), replace(filters, dated=True), 1, meta=meta)
+    if not found:
+        return None
+    return _as_datetime(meta[next(iter(found))][0])
+
+
+def _resolve_scope(scope: TimeScope | None, filters: Filters) -> TimeScope | None:
+    if scope is None or not scope.phrase.startswith(("before:", "after:")):
+        return scope
+    side, _, event = scope.phrase.partition(":")
+    anchor = _event_date(event, filters)
+    if anchor is None:
+        return None
+    if side == "before":
+        return TimeScope(None, anchor, scope.phrase)
+    return TimeScope(anchor + dt.timedelta(days=1), None, scope.phrase)
+
+
+def _scoped(filters: Filters, scope: TimeScope) -> Filters:
+    since = max((t for t in (filters.since, scope.start) if t is not None), default=None)
+    until = min((t for t in (filters.until, scope.end) if t is not None), default=None)
+    return replace(filters, since=since, until=until, dated=True)
+
+
+def _newest(filters: Filters, limit: int, meta: dict[int, Meta]) -> dict[int, float]:
+    """Chunks that pass the filters, newest first, scored by that order: a time scope with no words."""
+    where, params = filters.sql("c")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT c.id, {_META_COLUMNS} FROM memory_index_chunks c WHERE 1 = 1{where} "
+            "ORDER BY c.timestamp DESC, c.path, c.start_line LIMIT %s",
+            [*params, limit],
+        )
+        rows = cursor.fetchall()
+    meta.update({int(row[0]): row[1:] for row in rows})
+    return {int(row[0]): 1 / (1 + rank) for rank, row in enumerate(rows)}
 
 
 def recall(
@@ -504,10 +772,14 @@ def recall(
     now: dt.datetime | None = None,
     query_vector: np.ndarray | None = None,
 ) -> RecallAnswer:
-    """The ``k`` best facts for ``query``: keyword and (if configured) vector candidates, merged, decayed.
+    """The ``k`` best facts for ``query``: keyword and vector candidates, fused, time-scoped, boosted.
 
-    ``mode`` is ``auto`` (hybrid when an embedding endpoint is configured), ``keyword`` or ``hybrid``.
-    When the endpoint is missing or fails, the answer is keyword-only and its ``note`` says why.
+    1. Take a time expression out of the query (``time_scope``); ``before X`` is dated by searching for X.
+    2. Search keyword (BM25, terms ORed) and, unless ``mode="keyword"``, vectors; fuse (``RECALL_FUSION``).
+    3. With a time scope, search again inside it (daily logs dated in the window): those rank first, the
+       unscoped candidates fill the rest of k. Without one, apply the bounded recency and use boost.
+    ``mode`` is ``auto`` (hybrid when an embedder is configured: the local model by default), ``keyword`` or
+    ``hybrid``. When the embedder is missing or fails, the answer is keyword-only and its ``note`` says why.
     Raises InvalidRecallQuery for a bad ``k``, ``kind``, ``mode`` or time.
     """
     started = time.perf_counter()
@@ -528,70 +800,90 @@ def recall(
         file=(file or "").strip() or None,
     )
     candidates = max(50, 4 * k)
-    terms = query_terms(query)
+    scope, rest = time_scope(query, now=now)
+    terms = query_terms(rest)
+    if scope is not None and all(t in STOP_WORDS or t in CJK_STOP_WORDS for t in terms):
+        terms = []  # "What did I do last month?": the scope is the whole question.
+    scope = _resolve_scope(scope, filters)
+    semantic_text = rest if scope is not None and rest.strip() else query
 
     note = None
     config: EmbeddingConfig | None = current_config()
     hybrid = mode != "keyword" and config is not None
     if mode == "hybrid" and not hybrid:
-        note = "No embedding endpoint is configured (EMBEDDING_BASE_URL, EMBEDDING_MODEL): keyword-only recall."
+        note = "No embedder is configured (EMBEDDING_PROVIDER, EMBEDDING_BASE_URL): keyword-only recall."
     elif mode == "auto" and not hybrid:
-        note = "Keyword-only recall: no embedding endpoint is configured."
+        note = "Keyword-only recall: no embedder is configured."
     elif mode == "keyword":
         note = "Keyword-only recall, as asked."
-
-    meta: dict[int, Meta] = {}
-    keyword, operator = keyword_search(terms, filters, candidates, meta=meta)
-    vector: dict[int, float] = {}
-    if hybrid:
+    if hybrid and query_vector is None and semantic_text:
         try:
-            if query_vector is None and query:
-                query_vector = embed_query(query, config=config)
-            if query_vector is not None:
-                vector = vector_search(query_vector, config.label, filters, candidates)
+            query_vector = embed_query(semantic_text, config=config)
         except EmbeddingError as exc:
             logger.warning("recall: %s; answering keyword-only", exc)
             hybrid = False
-            note = f"Keyword-only recall: the embedding endpoint failed ({exc})."
-    if not terms and not vector:
+            note = f"Keyword-only recall: the embedder failed ({exc})."
+
+    meta: dict[int, Meta] = {}
+
+    def search(within: Filters) -> tuple[dict[int, tuple[float, float, float]], str]:
+        keyword, operator = keyword_search(terms, within, candidates, meta=meta)
+        vector: dict[int, float] = {}
+        if hybrid and query_vector is not None:
+            vector = vector_search(query_vector, config.label, within, candidates)
+        if not terms and not vector and within.dated:
+            keyword = _newest(within, candidates, meta)
+        merged = merge_scores(
+            keyword,
+            vector,
+            vector_weight=settings.RECALL_VECTOR_WEIGHT,
+            keyword_weight=settings.RECALL_KEYWORD_WEIGHT,
+            hybrid=hybrid and bool(vector),
+            fusion=settings.RECALL_FUSION,
+            rrf_k=settings.RECALL_RRF_K,
+        )
+        return merged, operator
+
+    merged, operator = search(filters)
+    scoped: dict[int, tuple[float, float, float]] = {}
+    if scope is not None:
+        scoped, _ = search(_scoped(filters, scope))
+    if not terms and not merged and not scoped:
         note = note or "The query has no words to search for."
 
-    merged = merge_scores(
-        keyword,
-        vector,
-        vector_weight=settings.RECALL_VECTOR_WEIGHT,
-        keyword_weight=settings.RECALL_KEYWORD_WEIGHT,
-        hybrid=hybrid,
-    )
-    # Rank every candidate on the few columns the decay needs, then read the rest for the k best only.
-    missing = [chunk_id for chunk_id in merged if chunk_id not in meta]
+    # Rank every candidate on the few columns the boost needs, then read the rest for the k best only.
+    missing = [chunk_id for chunk_id in merged.keys() | scoped.keys() if chunk_id not in meta]
     meta.update({row[0]: row[1:] for row in _fetch(_META_COLUMNS, missing)})
-    decay_on = settings.RECALL_DECAY_ENABLED
-    half_life, active_weight = settings.RECALL_DECAY_HALF_LIFE_DAYS, settings.RECALL_DECAY_ACTIVE_WEIGHT
-    ranked: list[tuple[float, str, int, int, dt.datetime, int, float]] = []
-    for chunk_id, (base, _, _) in merged.items():
-        if chunk_id not in meta:
-            continue  # Deleted since the vector matrix was loaded.
-        raw_time, hits, path, start_line = meta[chunk_id]
-        timestamp = _as_datetime(raw_time)
-        decay = (
-            decay_factor(
-                (now - timestamp).total_seconds() / 86400, hits, half_life_days=half_life, active_weight=active_weight
+    half_life = settings.RECALL_DECAY_HALF_LIFE_DAYS
+    recency_weight = settings.RECALL_RECENCY_WEIGHT if scope is None else 0.0
+    active_weight = settings.RECALL_DECAY_ACTIVE_WEIGHT
+    boost_on = settings.RECALL_DECAY_ENABLED
+    ranked: list[tuple[int, float, str, int, int, dt.datetime, int, float]] = []
+    for group, scores in enumerate((scoped, merged)):
+        for chunk_id, (base, _, _) in scores.items():
+            if chunk_id not in meta or (group == 1 and chunk_id in scoped):
+                continue  # Deleted since the vector matrix was loaded, or already ranked inside the scope.
+            raw_time, hits, path, start_line = meta[chunk_id]
+            timestamp = _as_datetime(raw_time)
+            age = None if is_durable(path) else (now - timestamp).total_seconds() / 86400
+            boost = (
+                boost_factor(
+                    age, hits, half_life_days=half_life, recency_weight=recency_weight, active_weight=active_weight
+                )
+                if boost_on
+                else 1.0
             )
-            if decay_on
-            else 1.0
-        )
-        ranked.append((base * decay, path, start_line, chunk_id, timestamp, hits, decay))
-    ranked.sort(key=lambda r: (-r[0], r[1], r[2]))
+            ranked.append((group, base * boost, path, start_line, chunk_id, timestamp, hits, boost))
+    ranked.sort(key=lambda r: (r[0], -r[1], r[2], r[3]))
     ranked = ranked[:k]
     details = {
         row[0]: row[1:]
-        for row in _fetch("c.kind, c.entities, c.confidence, c.content, c.end_line, c.heading", [r[3] for r in ranked])
+        for row in _fetch("c.kind, c.entities, c.confidence, c.content, c.end_line, c.heading", [r[4] for r in ranked])
     }
     results: list[RecallResult] = []
-    for score, path, start_line, chunk_id, timestamp, hits, decay in ranked:
+    for group, score, path, start_line, chunk_id, timestamp, hits, boost in ranked:
         kind, entities, confidence, content, end_line, heading = details[chunk_id]
-        _, v, kw = merged[chunk_id]
+        _, v, kw = (scoped if group == 0 else merged)[chunk_id]
         results.append(
             RecallResult(
                 id=chunk_id,
@@ -607,7 +899,7 @@ def recall(
                 score=score,
                 vector=v if hybrid else None,
                 keyword=kw,
-                decay=decay,
+                decay=boost,
                 hits=hits,
             )
         )
@@ -620,6 +912,7 @@ def recall(
         filters=filters.as_dict(),
         note=note,
         took_ms=(time.perf_counter() - started) * 1000,
+        scope=scope,
     )
 
 

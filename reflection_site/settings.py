@@ -352,9 +352,17 @@ LEARNING_BOILERPLATE_PHRASES = env.list("LEARNING_BOILERPLATE_PHRASES", default=
 EMBEDDING_BASE_URL = env.str("EMBEDDING_BASE_URL", default="")
 EMBEDDING_API_KEY = env.str("EMBEDDING_API_KEY", default="")
 EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="")
+# auto: the endpoint above when set, else the local in-wheel model (WordLlama); local, openai, none.
+EMBEDDING_PROVIDER = env.str("EMBEDDING_PROVIDER", default="auto")
+# How keyword and vector candidates are fused: weighted (RECALL_VECTOR_WEIGHT/RECALL_KEYWORD_WEIGHT on [0, 1]
+# scores) or rrf (reciprocal rank, k=RECALL_RRF_K). weighted 0.5/0.5 measured best (BENCHMARKS.md, issue 22).
+RECALL_FUSION = env.str("RECALL_FUSION", default="weighted")
+RECALL_RRF_K = env.int("RECALL_RRF_K", default=60)
+# Recency is a bounded boost (at most ×(1+weight)) for questions without a time scope; durable files count as current.
+RECALL_RECENCY_WEIGHT = env.float("RECALL_RECENCY_WEIGHT", default=0.1)
 RECALL_DECAY_HALF_LIFE_DAYS = env.float("RECALL_DECAY_HALF_LIFE_DAYS", default=30)
-RECALL_VECTOR_WEIGHT = env.float("RECALL_VECTOR_WEIGHT", default=0.7)
-RECALL_KEYWORD_WEIGHT = env.float("RECALL_KEYWORD_WEIGHT", default=0.3)
+RECALL_VECTOR_WEIGHT = env.float("RECALL_VECTOR_WEIGHT", default=0.5)  # the seed's 0.7 lost answers (issue 22)
+RECALL_KEYWORD_WEIGHT = env.float("RECALL_KEYWORD_WEIGHT", default=0.5)
 # Recall index (seed 003): chunkTokens / chunkOverlap, EMBEDDING_BATCH_MAX_TOKENS, EMBEDDING_RETRY_MAX_ATTEMPTS.
 RECALL_CHUNK_TOKENS = env.int("RECALL_CHUNK_TOKENS", default=512)
 RECALL_CHUNK_OVERLAP = env.int("RECALL_CHUNK_OVERLAP", default=50)

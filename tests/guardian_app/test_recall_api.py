@@ -40,8 +40,8 @@ def test_get_recall_returns_ranked_attributed_facts(api_notes, client_for):
     response = client_for("read").get("/api/v1/recall", {"q": "what do we know about the staging server?", "k": 5})
     assert response.status_code == HTTPStatus.OK
     body = response.json()
-    assert body["mode"] == "keyword" and "Keyword-only" in body["note"]
-    assert body["terms"] == ["staging", "server"] and body["operator"] == "AND"
+    assert body["mode"] == "hybrid" and body["note"] is None  # The local model, nothing configured.
+    assert body["terms"] == ["staging", "server"] and body["operator"] == "OR"
     top = body["results"][0]
     assert top["source"] == "memory/2026-02-03.md#L6"
     assert top["kind"] == "world" and top["entities"] == ["staging"]
@@ -107,7 +107,7 @@ def test_memory_recall_prints_a_table_with_sources(write_md):
     text = out.getvalue()
     assert "memory/2026-02-03.md#L6" in text and "world" in text
     assert "The staging server runs PostgreSQL 15" in text
-    assert "Keyword-only" in err.getvalue()  # The recall ran its incremental index first.
+    assert "result(s), hybrid" in text  # The recall ran its incremental index (and embedding) first.
 
 
 def test_memory_recall_json(api_notes):
@@ -122,7 +122,7 @@ def test_memory_recall_reports_bad_input_and_no_results(api_notes):
     with pytest.raises(CommandError, match="not a time"):
         call_command("memory", "recall", "staging", "--since", "soon", "--no-index", stdout=io.StringIO())
     out = io.StringIO()
-    call_command("memory", "recall", "kubernetes", "--no-index", stdout=out, stderr=io.StringIO())
+    call_command("memory", "recall", "kubernetes", "--mode", "keyword", "--no-index", stdout=out, stderr=io.StringIO())
     assert "No matching facts." in out.getvalue()
 
 
@@ -154,7 +154,7 @@ def test_the_admin_search_page_shows_hits_with_file_and_line(api_notes, admin_cl
     page = response.content.decode()
     assert "memory/2026-02-03.md#L6" in page
     assert "The staging server runs PostgreSQL 15 on db-2.internal." in page
-    assert 'name="q"' in page and "keyword-only" in page
+    assert 'name="q"' in page and "hybrid" in page
 
 
 def test_the_admin_search_page_escapes_and_reports_errors(api_notes, admin_client, write_md):

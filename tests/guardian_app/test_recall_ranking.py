@@ -1,4 +1,5 @@
-"""Hybrid merge, seed 004's decay, hit counts, and embeddings through the official openai SDK (fake endpoint)."""
+"""Hybrid merge, the bounded recency and use boost, hit counts, the local embedder, and embeddings through the
+official openai SDK (fake endpoint)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import pytest
 from django.db import connection
 
 from guardian_app import recall as recall_module
-from guardian_app.embeddings import EmbeddingConfig, batches, embed_texts, from_blob
+from guardian_app.embeddings import EmbeddingConfig, batches, embed_texts, from_blob, load_local_embedder
 from guardian_app.index import index_workspace
 from guardian_app.models import EmbeddingCache, MemoryChunk
 from guardian_app.recall import (
     Filters,
-    decay_factor,
+    boost_factor,
     merge_scores,
     recall,
     record_hits,
@@ -53,32 +54,47 @@ def notes(write_md: Callable[[str, str], Path]) -> Callable[[str, str], Path]:
     return write_md
 
 
-# --- Seed 004's decay -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("age_days", "expected"), [(0, 1.0), (30, 0.5), (60, 0.25)])
-def test_decay_halves_every_half_life(age_days, expected):
-    assert decay_factor(age_days, 0, half_life_days=30, active_weight=0.1) == pytest.approx(expected)
+# --- Recency and use: a bounded boost -------------------------------------------------------------------------
+@pytest.mark.parametrize(("age_days", "expected"), [(0, 1.1), (30, 1.05), (60, 1.025), (None, 1.1), (-5, 1.1)])
+def test_recency_boost_is_bounded_and_durable_facts_count_as_current(age_days, expected):
+    factor = boost_factor(age_days, 0, half_life_days=30, recency_weight=0.1, active_weight=0.1)
+    assert factor == pytest.approx(expected)
 
 
 def test_hits_boost_by_one_plus_a_tenth_of_ln_one_plus_hits():
-    assert decay_factor(0, 10, half_life_days=30, active_weight=0.1) == pytest.approx(1 + 0.1 * math.log(11))
-    assert decay_factor(30, 10, half_life_days=30, active_weight=0.1) == pytest.approx(0.5 * (1 + 0.1 * math.log(11)))
-    assert decay_factor(-5, 0, half_life_days=30, active_weight=0.1) == 1.0  # A future date counts as now.
+    factor = boost_factor(None, 10, half_life_days=30, recency_weight=0.1, active_weight=0.1)
+    assert factor == pytest.approx(1.1 * (1 + 0.1 * math.log(11)))
 
 
-def test_the_same_fact_60_days_older_scores_a_quarter(write_md, settings):
+def test_the_same_fact_older_ranks_lower_but_never_below_a_tenth_less(write_md, settings):
     settings.RECALL_DECAY_HALF_LIFE_DAYS = 30
     write_md("memory/2026-03-01.md", "# Log\n\n- Renewed the TLS certificate for the wiki.\n")
     write_md("memory/2026-01-30.md", "# Log\n\n- Renewed the TLS certificate for the wiki.\n")
-    write_md("memory/2025-12-31.md", "# Log\n\n- Renewed the TLS certificate for the wiki.\n")
+    write_md("memory/2024-12-31.md", "# Log\n\n- Renewed the TLS certificate for the wiki.\n")
     index_workspace()
     midnight = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)  # Daily logs are dated at midnight (TIME_ZONE is UTC here).
     answer = recall("TLS certificate", mode="keyword", now=midnight)
     by_path = {r.path: r for r in answer.results}
-    fresh, month, two_months = (by_path[f"memory/{d}.md"] for d in ("2026-03-01", "2026-01-30", "2025-12-31"))
-    assert [r.path for r in answer.results] == [fresh.path, month.path, two_months.path]
-    assert fresh.decay == pytest.approx(1.0, abs=1e-6)
-    assert month.score == pytest.approx(fresh.score * 0.5, rel=1e-3)
-    assert two_months.score == pytest.approx(fresh.score * 0.25, rel=1e-3)
+    fresh, month, old = (by_path[f"memory/{d}.md"] for d in ("2026-03-01", "2026-01-30", "2024-12-31"))
+    assert [r.path for r in answer.results] == [fresh.path, month.path, old.path]
+    assert fresh.decay == pytest.approx(1.1, abs=1e-6)
+    assert month.score == pytest.approx(fresh.score * 1.05 / 1.1, rel=1e-3)
+    assert old.score > fresh.score / 1.1 - 1e-9  # A year older loses at most the 10 % boost.
+
+
+def test_an_exact_match_a_year_old_beats_a_vague_one_from_today(write_md):
+    write_md("memory/2025-03-01.md", "# Log\n\n- The garage door code is 4711, changed after the break-in.\n")
+    write_md("memory/2026-03-01.md", "# Log\n\n- Cleaned the garage.\n")
+    index_workspace()
+    top = recall("garage door code", mode="keyword", now=NOW).results[0]
+    assert top.path == "memory/2025-03-01.md"
+
+
+def test_durable_files_do_not_age(write_md):
+    write_md("USER.md", "# User\n\n- Allergic to penicillin.\n")
+    index_workspace()
+    MemoryChunk.objects.update(timestamp=dt.datetime(2020, 1, 1, tzinfo=dt.UTC))
+    assert recall("penicillin", mode="keyword", now=NOW).results[0].decay == pytest.approx(1.1)
 
 
 def test_a_result_the_agent_uses_often_ranks_above_an_unused_one(write_md):
@@ -93,9 +109,8 @@ def test_a_result_the_agent_uses_often_ranks_above_an_unused_one(write_md):
     again = recall("wiki backup", mode="keyword", now=NOW)
     assert again.results[0].id == older.id
     assert again.results[0].hits == 10
-    assert again.results[0].decay == pytest.approx(
-        2 ** (-((NOW - older.timestamp).total_seconds() / 86400) / 30) * (1 + 0.1 * math.log(11))
-    )
+    age = (NOW - older.timestamp).total_seconds() / 86400
+    assert again.results[0].decay == pytest.approx((1 + 0.1 * 2 ** (-age / 30)) * (1 + 0.1 * math.log(11)))
 
 
 def test_decay_can_be_turned_off(write_md, settings):
@@ -130,7 +145,7 @@ def test_hybrid_recall_merges_vector_and_keyword_scores(notes, embeddings):
     top = answer.results[0]
     assert top.source == "TOOLS.md#L3"
     assert top.vector is not None and 0 < top.vector <= 1
-    assert top.score == pytest.approx((0.7 * top.vector + 0.3 * top.keyword) * top.decay)
+    assert top.score == pytest.approx((0.5 * top.vector + 0.5 * top.keyword) * top.decay)
 
 
 def test_weights_are_settings(notes, embeddings, settings):
@@ -161,14 +176,45 @@ def test_filters_apply_to_vector_candidates_too(notes, embeddings):
     assert answer.results and {r.path for r in answer.results} == {"USER.md"}
 
 
-def test_without_an_endpoint_recall_is_keyword_only_and_says_so(notes, settings):
+def test_with_embeddings_off_recall_is_keyword_only_and_says_so(notes, settings):
     settings.EMBEDDING_BASE_URL = ""
+    settings.EMBEDDING_PROVIDER = "none"
     index_workspace()
     answer = recall("staging server", mode="hybrid", now=NOW)
     assert answer.mode == "keyword"
-    assert "EMBEDDING_BASE_URL" in answer.note
+    assert "EMBEDDING_PROVIDER" in answer.note
     assert answer.results[0].vector is None
     assert MemoryChunk.objects.filter(embedding__isnull=False).count() == 0
+
+
+def test_without_an_endpoint_the_local_model_embeds_and_recall_is_hybrid(notes, settings):
+    settings.EMBEDDING_BASE_URL = ""
+    report = index_workspace()
+    assert report.embedded == MemoryChunk.objects.count() > 0 and report.embedding_error is None
+    labels = set(MemoryChunk.objects.values_list("model", flat=True))
+    assert labels == {"local/wordllama/l2_supercat-256"}
+    blob = MemoryChunk.objects.values_list("embedding", flat=True).first()
+    assert from_blob(blob).size == 256
+    answer = recall("Where do we deploy?", now=NOW)  # No word in common with "Deploy with make deploy"? "deploy".
+    assert answer.mode == "hybrid" and answer.note is None
+    assert answer.results[0].source == "TOOLS.md#L4" and answer.results[0].vector > 0.3
+    # A paraphrase with no word in common is still found through the vectors.
+    paraphrase = recall("which machine hosts the pre-production database", now=NOW)
+    assert "TOOLS.md#L3" in [r.source for r in paraphrase.results[:2]]
+
+
+def test_load_local_embedder_gives_unit_vectors_that_put_paraphrases_close():
+    embedder = load_local_embedder()
+    assert embedder is load_local_embedder()  # Loaded once per process.
+    vectors = embedder.embed(
+        ["The cat sleeps on the sofa.", "A kitten naps on the couch.", "Quarterly tax filing.", ""]
+    )
+    assert vectors.shape == (4, 256) and vectors.dtype == np.float32
+    assert np.linalg.norm(vectors[:3], axis=1) == pytest.approx([1, 1, 1], abs=1e-5)
+    assert not vectors[3].any()  # Nothing to embed: a zero vector, never NaN.
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
+    reference = embedder.model.embed(["The cat sleeps on the sofa."], norm=True)[0]  # WordLlama's own pooling.
+    assert vectors[0] == pytest.approx(reference, abs=1e-5)
 
 
 def test_a_failing_endpoint_at_query_time_falls_back_to_keywords(notes, embeddings, settings):
