@@ -62,8 +62,8 @@ _HEADING_RE = re.compile(r"^#{1,6}\s")
 
 Status = WriteGuardianAudit.Status
 MAX_CULPRIT_SCAN = 200
-# A later line this alike (difflib's ratio) to a line of the write is that line, edited.
-EDITED_LINE_SIMILARITY = 0.5
+# A later line whose words are this alike (difflib's ratio) to a line of the write is that line, edited.
+EDITED_LINE_SIMILARITY = 0.7
 
 
 class RollbackStale(GuardianError):
@@ -99,14 +99,24 @@ def _is_heading(line: str) -> bool:
     return bool(_HEADING_RE.match(line.rstrip("\r\n")))
 
 
-def _similarity(a: str, b: str) -> float:
-    matcher = difflib.SequenceMatcher(None, a.strip(), b.strip(), autojunk=False)
-    return matcher.ratio() if matcher.real_quick_ratio() >= EDITED_LINE_SIMILARITY else 0.0
+def _words(line: str) -> list[str]:
+    return line.split()
+
+
+def is_edit_of(old: str, new: str) -> bool:
+    """Whether ``new`` is ``old`` edited (a word changed, words added), not another line: their words are at least
+    EDITED_LINE_SIMILARITY alike (difflib's ratio over words; over characters two facts written to one template,
+    "Prefers green tea" and "Prefers black coffee", look alike). Headings and blank lines are structure: never."""
+    if not old.strip() or not new.strip() or _is_heading(old) or _is_heading(new):
+        return False
+    a, b = _words(old), _words(new)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return matcher.real_quick_ratio() >= EDITED_LINE_SIMILARITY and matcher.ratio() >= EDITED_LINE_SIMILARITY
 
 
 def _origins(base: list[str], ours: list[str]) -> list[int | None]:
-    """For each line of ``ours``, the base line it is (kept as is) or was edited from (a line of a replaced
-    block at least EDITED_LINE_SIMILARITY alike), or None for a line added later."""
+    """For each line of ``ours``, the base line it is (kept as is) or was edited from (``is_edit_of`` a line of
+    the block it replaced), or None for a line added later."""
     origin: list[int | None] = [None] * len(ours)
     for tag, i1, i2, j1, j2 in Matcher(None, base, ours).get_opcodes():
         if tag == "equal":
@@ -114,11 +124,9 @@ def _origins(base: list[str], ours: list[str]) -> list[int | None]:
                 origin[j1 + k] = i1 + k
         elif tag == "replace":
             for j in range(j1, j2):
-                if not ours[j].strip():
-                    continue
-                score, best = max((_similarity(base[i], ours[j]), i) for i in range(i1, i2))
-                if score >= EDITED_LINE_SIMILARITY:
-                    origin[j] = best
+                edited = [i for i in range(i1, i2) if is_edit_of(base[i], ours[j])]
+                if edited:
+                    origin[j] = edited[0]
     return origin
 
 

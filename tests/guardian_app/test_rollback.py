@@ -180,9 +180,19 @@ def test_plan_revert_keeps_non_overlapping_later_changes(after, current, before,
 
 
 def test_plan_revert_reports_an_overlap():
-    plan = plan_revert("- A\n- B\n", "- A\n- B2\n", "- A\n")
+    plan = plan_revert("- A\n- Drinks green tea daily.\n", "- A\n- Drinks jasmine tea daily.\n", "- A\n")
     assert not plan.clean
-    assert plan.conflicts[0].as_dict() == {"written": "- B\n", "now": "- B2\n", "before": ""}
+    assert plan.conflicts[0].as_dict() == {
+        "written": "- Drinks green tea daily.\n",
+        "now": "- Drinks jasmine tea daily.\n",
+        "before": "",
+    }
+
+
+def test_a_line_put_in_the_place_of_the_writes_line_is_another_line_not_an_edit():
+    # Not an edit of the write's line (no words in common but the bullet): the write's line is already gone.
+    plan = plan_revert("- A\n- Drinks green tea daily.\n", "- A\n- Cycles to work.\n", "- A\n")
+    assert plan.clean and plan.content == "- A\n- Cycles to work.\n"
 
 
 # --- Session rollback ----------------------------------------------------------------------------
