@@ -10,7 +10,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/reflection
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 export PORT
 
-.PHONY: run test test-unit test-integration test-e2e bench lint fmt migrate clean
+.PHONY: run test test-unit test-integration test-e2e bench lint fmt migrate clean openclaw
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,12 @@ test: $(VENV)/.dev
 test-unit: $(VENV)/.dev
 	$(PY) -m pytest tests -q --ignore=tests/integration --ignore=tests/e2e
 
-test-integration: $(VENV)/.dev
+# The real OpenClaw for its end-to-end tests: Node 24 from PyPI (requirements-dev.txt), openclaw from npm,
+# cached under var/openclaw/<version> (tests/openclaw_harness.py checks the version that landed).
+openclaw: $(VENV)/.dev
+	$(PY) tests/openclaw_harness.py install
+
+test-integration: $(VENV)/.dev openclaw
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest tests/integration -q
 
 test-e2e: $(VENV)/.dev
