@@ -4,12 +4,14 @@ It answers what the LLM guardian answers, ``{action, reason, edits}``, by rules 
 
 1. refuse an empty fact, one that carries a secret or personal data, and one matching an operator's
    correction that says such facts are refused;
-2. refuse a duplicate or near-duplicate of a line already in the file (normalised fingerprint, then
-   word-set similarity ≥ ``GUARDIAN_NEAR_DUPLICATE_THRESHOLD``, or the fact's words all contained in
-   one line);
-3. refuse a vague fact (fewer than two content words, a bare question, "something", "stuff" …) unless
+2. refuse a duplicate of a line already in the file (normalised fingerprint);
+3. replace the line a fact supersedes: a new value for an attribute the file already states (home, employer,
+   diet, editor, manager, schedule…) or its negation ("no longer", "不再") (``guardian_app.supersede``);
+4. refuse a near-duplicate (word-set similarity ≥ ``GUARDIAN_NEAR_DUPLICATE_THRESHOLD``, or the fact's
+   words all contained in one line);
+5. refuse a vague fact (fewer than two content words, a bare question, "something", "stuff" …) unless
    a correction says facts like it are written;
-4. otherwise append ``- fact`` under the section heading that fits it best (an existing heading sharing
+6. otherwise append ``- fact`` under the section heading that fits it best (an existing heading sharing
    its words, else the file's default section for the fact's kind), creating the heading if needed.
 
 ``instruction_like(text)`` is the memory-poisoning check the guardian runs before either guardian.
@@ -26,6 +28,7 @@ from typing import Any
 
 from django.conf import settings
 
+from guardian_app.supersede import superseded_lines
 from reflection_site.poisoning import hold_reason
 
 MODEL_NAME = "heuristic-guardian-v1"
@@ -368,6 +371,21 @@ def review_fact(
         if correction.corrected_status == "written" and allowed_by is None:
             allowed_by = correction
     duplicate = find_duplicate(text, content)
+    if duplicate is not None and duplicate[0] == "duplicate":
+        return GuardianVerdict("refuse", f"duplicate of an existing line: {duplicate[1][:200]}")
+    # A new value for an attribute the file states (home, employer, diet, editor, manager, schedule…) or a
+    # negation of it replaces the old line; the old value stays in the file's history.
+    stale = [line for line in superseded_lines(text, content) if content.count(line) == 1]
+    if stale:
+        edits = [{"op": "replace", "find": stale[0], "text": f"- {text}"}]
+        edits += [{"op": "delete", "find": line} for line in stale[1:]]
+        shown = "; ".join(_BULLET_RE.sub("", line).strip()[:120] for line in stale)
+        return GuardianVerdict(
+            "write",
+            f"supersedes what the file said before ({shown}); the old line is replaced, its text kept in history",
+            edits,
+            correction_id=allowed_by.correction_id if allowed_by else None,
+        )
     if duplicate is not None:
         kind, line = duplicate
         return GuardianVerdict("refuse", f"{kind} of an existing line: {line[:200]}")

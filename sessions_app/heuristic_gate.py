@@ -289,7 +289,7 @@ _ADVERBS = frozenset(
     "really also actually generally usually often always never sometimes mostly totally absolutely "
     "definitely genuinely truly strongly much still just only rarely typically normally especially "
     "particularly honestly seriously even mainly currently kinda already personally simply deeply "
-    "rather slightly certainly mostly frequently occasionally".split()
+    "rather slightly certainly mostly frequently occasionally now nowadays recently finally no longer".split()
 )
 _MODALS = frozenset("can could will would shall should may might must cannot".split())
 _PAST = frozenset(
@@ -976,7 +976,29 @@ _DURABLE_ADJECTIVES = (
     r"(?:learning|studying|training for|preparing for|saving for|working on|working at|working as|working for|"
     r"building|writing|planning|moving to|responsible for|in charge of)\b"
 )
+# An update or a negation of something the user said before (the guardian replaces the old line).
+_CHANGE_EN = re.compile(
+    rf"^I\s+{_ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:switched|changed|moved|relocated|started|joined|quit|"
+    r"left|gave up|stopped|dropped|ditched|swapped|traded|became|went|got (?:a new job|married|divorced|engaged))\b|"
+    r"^I\s+(?:am|do|have)?\s*no longer\b|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
+    r"^I\s+(?:now|nowadays)\s+\w+",
+    re.I,
+)
+# "I changed my mind", "I started it": about this conversation, not a change in the user's life.
+_CHANGE_NOT_EN = re.compile(
+    r"^I\s+(?:\w+\s+)?(?:changed|switched|started|stopped|gave up|left|dropped|quit)\s+(?:my mind|it|this|that|them|the (?:topic|subject)|"
+    r"talking|asking|reading|typing|here|there)\b",
+    re.I,
+)
+_ROUTINE_EN = re.compile(
+    rf"^I\s+{_ADV}(?:wake up|get up|go to bed|go to sleep|sleep|work out|exercise|train|run|swim|cycle|meditate|"
+    r"start work|finish work|have (?:a )?(?:standup|stand-up|lunch|dinner|breakfast)|go to the gym|take my \w+)\b"
+    r".*\b(?:at \d|at (?:noon|midnight)|on (?:mon|tue|wed|thu|fri|sat|sun)\w*|every|each|daily|weekly|\d\s?(?:am|pm))",
+    re.I,
+)
 _USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
+    ("a change to something the user said before", _CHANGE_EN, 0.75),
+    ("the user's routine", _ROUTINE_EN, 0.7),
     ("a stated preference", _PREFERENCE_EN, 0.8),
     (
         "where the user lives or comes from",
@@ -1083,6 +1105,8 @@ def _user_en(clause: str, *, greeted: bool) -> _Finding | None:
                 break
     if matched is None:
         return None
+    if _CHANGE_NOT_EN.match(clause):
+        return _Finding(NO_WRITE, None, "About this conversation, not a change in the user's life.", 0.6)
     if _TRANSIENT_EN.search(clause):
         return _Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)
     return _write("UPDATE_USER", _user_fact_en(clause), f"About the user: {matched[0]}.", matched[1])
@@ -1202,6 +1226,21 @@ _ZH_DURABLE_MY = (
     r"妈妈|哥哥|姐姐|弟弟|妹妹|家人|车|母校|学校|代词|家"
 )
 _USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
+    (
+        "a change to something the user said before",
+        re.compile(
+            r"^我(?:已经|现在|最近|刚|前不久|上个月|去年|终于)?(?:搬到|搬去|搬家到|移居|换到|跳槽到|转到|改用|换成|换用|开始用|"
+            r"入职|加入|辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了$|改成|改吃|开始吃|成了|变成)"
+        ),
+        0.75,
+    ),
+    (
+        "the user's routine",
+        re.compile(
+            r"^我(?:现在|平时|一般|通常)?(?:每天|每周.|每晚|周.)?.{0,6}?(?:点|點)(?:半|钟)?.{0,4}(?:起床|睡觉|上班|下班|健身|跑步|吃饭)"
+        ),
+        0.7,
+    ),
     (
         "a stated preference",
         re.compile(

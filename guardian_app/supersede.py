@@ -1,0 +1,242 @@
+"""Which stored line a new fact supersedes: one attribute, one current value.
+
+A person's home, employer, diet, editor, name, schedule or relationship has one value at a time. When a new
+fact states an attribute that a line of the file already states with another value ("Moved to Lisbon." and
+"- Lives in Berlin."), or negates it ("No longer vegetarian.", "用户已经不吃素了。"), the guardian replaces that
+line rather than appending beside it; the old value stays in the file's history (the write is audited like
+any other and can be rolled back).
+
+``attribute(text)`` reads ``(key, value, negated)`` from a fact in English or Chinese (first or third
+person: "I live in", "Lives in", "The user lives in", "用户住在"); ``superseded_lines(fact, content)`` returns
+the lines of ``content`` that the fact makes stale. Keys are deliberately coarse (``home``, ``employer``,
+``diet``, ``tool:editor``, ``my:manager``…): a key that is too fine misses an update, one that is too coarse
+would replace a line that still holds ("Speaks French" does not replace "Speaks German", so languages spoken
+have no key; the language the agent answers in has one).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+_I = re.IGNORECASE
+_HEADING_RE = re.compile(r"^#{1,6}\s")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+# Tools that exclude each other within a category (one editor at a time).
+TOOL_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "editor": (
+        "vim",
+        "neovim",
+        "nvim",
+        "emacs",
+        "vscode",
+        "vs code",
+        "visual studio code",
+        "sublime text",
+        "sublime",
+        "pycharm",
+        "intellij",
+        "webstorm",
+        "goland",
+        "zed",
+        "helix",
+        "cursor",
+        "nano",
+        "atom",
+        "xcode",
+        "android studio",
+    ),
+    "shell": ("bash", "zsh", "fish", "nushell", "powershell"),
+    "os": ("macos", "mac os", "linux", "windows", "ubuntu", "fedora", "debian", "arch linux", "nixos", "chromeos"),
+    "browser": ("chrome", "firefox", "safari", "edge", "brave", "arc", "vivaldi", "opera"),
+    "phone": ("iphone", "android", "pixel", "galaxy"),
+    "terminal": ("iterm", "iterm2", "alacritty", "kitty", "wezterm", "ghostty", "warp"),
+    "package manager": ("npm", "pnpm", "yarn", "bun", "pip", "poetry", "uv", "pipenv", "conda"),
+    "notes app": ("obsidian", "notion", "evernote", "logseq", "bear", "onenote"),
+    "chat app": ("slack", "teams", "discord", "mattermost", "钉钉", "飞书", "企业微信"),
+}
+_TOOL_TO_CATEGORY = {tool: category for category, tools in TOOL_CATEGORIES.items() for tool in tools}
+_TOOL_RE = "|".join(sorted((re.escape(t) for t in _TOOL_TO_CATEGORY), key=len, reverse=True))
+
+_DIETS = r"vegetarian|vegan|pescatarian|keto|paleo|carnivore|omnivore|gluten-free|dairy-free|lactose-free|halal|kosher"
+_LANGS = (
+    r"english|chinese|mandarin|cantonese|french|german|spanish|italian|portuguese|japanese|korean|dutch|russian|"
+    r"arabic|hindi|polish|swedish|中文|英文|英语|法语|德语|日语|西班牙语|韩语|粤语|普通话"
+)
+_ROUTINES = {
+    "wake": r"wakes? up|gets? up|起床",
+    "bed": r"goes to bed|go to bed|goes to sleep|睡觉",
+    "workout": r"works? out|exercises?|goes to the gym|go to the gym|健身|跑步",
+    "standup": r"stand-?up|daily meeting|站会",
+    "lunch": r"has lunch|eats lunch|午饭|午餐",
+}
+
+_NEGATION_EN = re.compile(
+    r"\bno longer\b|\bnot\b[^.]{0,40}\b(?:anymore|any more|any longer)\b|\b(?:stopped|quit|gave up|left|dropped|"
+    r"ditched)\b|\bnot (?:a |an )?(?=" + _DIETS + r")",
+    _I,
+)
+_NEGATION_ZH = re.compile(r"不再|已经不|已不|不.{0,6}了|戒了|辞职|离职|离开了")
+_SUBJECT = re.compile(r"^(?:the user(?:'s)?|user(?:'s)?|i|my|i'm|i am|he|she|they|their|his|her|用户的?|我的?)\s*", _I)
+_TAIL = re.compile(r"[\s.。!！,，;；]+$")
+# "(previously Berlin)", "(since 2024)", "now", "these days": not part of the value.
+_VALUE_NOISE = re.compile(
+    r"\s*\((?:previously|formerly|before|since|was|以前|之前)[^)]*\)|\b(?:now|nowadays|these days|currently|"
+    r"instead|anymore|any more|any longer|again|full-time|for good|recently)\b|现在|目前|了$",
+    _I,
+)
+
+
+@dataclass(frozen=True)
+class Attribute:
+    key: str
+    value: str
+    negated: bool = False
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text or "").casefold()
+
+
+def _clean(value: str) -> str:
+    value = _VALUE_NOISE.sub(" ", value)
+    value = re.split(r"[,;，；。]|\b(?:and|but|because|since|where|which|with)\b|(?:因为|但是|而且)", value)[0]
+    value = re.sub(r"^(?:the|a|an)\s+", "", value.strip(), flags=_I)
+    return _TAIL.sub("", " ".join(value.split()))
+
+
+def _line_text(line: str) -> str:
+    return _BULLET_RE.sub("", line).strip()
+
+
+# (key or key template, pattern). A pattern's group "v" is the value; "k" fills "{k}" in the key.
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (key, re.compile(pattern, _I))
+    for key, pattern in (
+        ("tool:{cat}", rf"\b(?:switched|moved|migrated|changed)\s+from\s+(?:{_TOOL_RE})\s+to\s+(?P<v>{_TOOL_RE})\b"),
+        (
+            "tool:{cat}",
+            rf"\b(?:uses?|using|switched to|moved to|migrated to|prefers?|codes? in|writes? code in|works? in|"
+            rf"runs?|is on|on an?)\s+(?P<v>{_TOOL_RE})\b",
+        ),
+        ("tool:{cat}", rf"(?:用|使用|改用了?|换成了?|换用了?|开始用|切换到了?)\s*(?P<v>{_TOOL_RE})"),
+        (
+            "home",
+            r"\b(?:lives?|living|resides?|residing|is based|based|moved|moving|relocated|relocating|settled)\s+"
+            r"(?:back\s+)?(?:in|to)\s+(?P<v>[^,.;]+)",
+        ),
+        ("home", r"(?:住在|住|生活在|定居在|定居|搬到了?|搬去了?|搬家到了?|移居到?|现居)(?P<v>[^，。；,.;]+)"),
+        (
+            "employer",
+            r"\b(?:works?|working|employed|is employed|has a job|got a job|a new job|started|joined|is)\s+"
+            r"(?:at|for|with)\s+(?P<v>[A-Z0-9][^,.;]*)",
+        ),
+        ("employer", r"\b(?:joined|works? at|working at)\s+(?P<v>[^,.;]+)"),
+        (
+            "employer",
+            r"\b(?:quit|left|resigned from)\s+(?:(?:their|his|her|my|the)\s+)?(?:(?:job|position|role|work)\s+)?"
+            r"(?:at\s+)?(?P<v>[A-Z0-9][^,.;]*)",
+        ),
+        (
+            "employer",
+            r"(?:在|于)(?P<v>[^，。；,.;在]{1,20}?)(?:工作|上班|任职)|(?:跳槽到了?|入职了?|加入了?)(?P<v2>[^，。；,.;]+)",
+        ),
+        ("role", r"\b(?:works? as|working as|is now|job is|role is)\s+(?:an?\s+)?(?P<v>[^,.;]+)"),
+        (
+            "diet",
+            rf"\b(?:is|am|are|went|became|eats?|turned)\s+(?:(?:a|an|fully|strictly|mostly)\s+)*(?P<v>{_DIETS})\b",
+        ),
+        ("diet", rf"\b(?:not|no longer)\s+(?:a\s+|an\s+)?(?P<v>{_DIETS})\b"),
+        ("diet", r"(?P<v>吃素|素食主义者|素食者|纯素)"),
+        (
+            "reply_language",
+            rf"\b(?:answer|answers|reply|replies|respond|responds|write|writes|talk|talks|speak to (?:me|the user))"
+            rf"\w*\s+(?:\w+\s+){{0,3}}in\s+(?P<v>{_LANGS})\b",
+        ),
+        ("reply_language", rf"(?:用|使用)(?P<v>{_LANGS})(?:回答|回复|交流|说话)"),
+        (
+            "routine:{k}",
+            r"\b(?P<k>wakes? up|gets? up|goes to bed|goes to sleep|works? out|exercises?)\s+(?P<v>(?:at|on|every|around)\b.+)",
+        ),
+        ("routine:{k}", r"(?P<v>[^，。,.]{1,10}?)(?P<k>起床|睡觉|健身|跑步)"),
+        (
+            "my:{k}",
+            r"^(?:the user's|user's|my|the agent's)\s+(?:new\s+|current\s+|former\s+)?(?P<k>[\w' -]{2,30}?)\s+(?:is|are|is now|are now|has become|is called)\s+(?P<v>.+)",
+        ),
+        ("my:{k}", r"^(?:用户|我)的?(?:新)?(?P<k>[\u4e00-\u9fff]{1,6}?)(?:是|叫)(?P<v>.+)"),
+        ("name", r"^(?:prefers to be called|goes by|wants to be called|likes to be called)\s+(?P<v>.+)"),
+        ("name", r"^(?:用户)?(?:希望被称为|叫)(?P<v>.+)"),
+        (
+            "prefers:{k}",
+            r"\bprefers?\s+(?P<v>[\w-]+)\s+(?P<k>answers|replies|responses|summaries|explanations|messages)\b",
+        ),
+    )
+)
+_K_NORMAL = {
+    "gets up": "wake",
+    "get up": "wake",
+    "wake up": "wake",
+    "wakes up": "wake",
+    "起床": "wake",
+    "goes to bed": "bed",
+    "goes to sleep": "bed",
+    "睡觉": "bed",
+    "works out": "workout",
+    "work out": "workout",
+    "exercise": "workout",
+    "exercises": "workout",
+    "健身": "workout",
+    "跑步": "workout",
+}
+_POSSESSIONS_NOT_KEYED = frozenset({"favourite food", "favorite food", "hobby", "hobbies", "friend", "friends"})
+
+
+def attribute(fact: str) -> Attribute | None:
+    """The attribute a fact states, or None for a fact that has no single current value."""
+    text = _line_text(_fold(fact))
+    stripped = _SUBJECT.sub("", text, count=1)
+    negated = bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))
+    for key, pattern in _PATTERNS:
+        for candidate in (stripped, text):
+            match = pattern.search(candidate)
+            if not match:
+                continue
+            groups = match.groupdict()
+            value = _clean(groups.get("v") or groups.get("v2") or "")
+            if not value:
+                continue
+            if "{cat}" in key:
+                key_name = key.format(cat=_TOOL_TO_CATEGORY.get(value, value))
+            elif "{k}" in key:
+                k = " ".join((groups.get("k") or "").split())
+                if k in _POSSESSIONS_NOT_KEYED or (key.startswith("my:") and k.endswith("s")):
+                    continue  # Plural or open-ended ("my kids are…", "my hobbies are…"): no single value.
+                key_name = key.format(k=_K_NORMAL.get(k, k))
+            else:
+                key_name = key
+            return Attribute(key_name, value, negated)
+    return None
+
+
+def superseded_lines(fact: str, content: str) -> list[str]:
+    """The lines of ``content`` (exact text, bullet included) that ``fact`` makes stale: lines stating the same
+    attribute with another value, or, for a negation ("no longer", "不再"), the same attribute and value."""
+    new = attribute(fact)
+    if new is None:
+        return []
+    stale: list[str] = []
+    for line in (content or "").splitlines():
+        if not line.strip() or _HEADING_RE.match(line):
+            continue
+        old = attribute(line)
+        if old is None or old.key != new.key or old.negated:
+            continue
+        same_value = old.value == new.value or old.value in new.value or new.value in old.value
+        if new.negated:
+            if same_value or new.key in {"diet", "employer"}:
+                stale.append(line)
+        elif not same_value:
+            stale.append(line)
+    return stale

@@ -1,0 +1,83 @@
+"""Later facts supersede (issue 21, item 1): the offline guardian replaces the line a new fact updates or
+negates, in English and Chinese, as an audited write whose old value stays in the file's history."""
+
+from __future__ import annotations
+
+import pytest
+
+from guardian_app.models import FileSnapshot, WriteGuardianAudit
+from guardian_app.rollback import rollback_write
+from guardian_app.supersede import attribute, superseded_lines
+from sessions_app.heuristic_gate import classify_turn
+
+pytestmark = pytest.mark.django_db
+Status = WriteGuardianAudit.Status
+
+
+@pytest.mark.parametrize(
+    ("old", "message", "gone", "kept"),
+    [
+        ("Lives in Berlin.", "I moved to Lisbon.", "Berlin", "Lisbon"),
+        ("Works at Google.", "I now work at Stripe.", "Google", "Stripe"),
+        ("Is vegetarian.", "I'm not vegetarian anymore.", "Is vegetarian.", "not vegetarian"),
+        ("The user uses vim as their editor.", "I switched from vim to Emacs.", "vim as", "Emacs"),
+        ("The user's manager is Priya.", "My new manager is Tom.", "Priya", "Tom"),
+        ("Wakes up at 6am.", "I now wake up at 7am.", "6am", "7am"),
+        ("用户住在北京。", "我搬到了上海。", "北京", "上海"),
+        ("用户吃素。", "我已经不吃素了。", "- 用户吃素。", "不吃素"),
+        ("用户在腾讯工作。", "我跳槽到了字节跳动。", "腾讯", "字节跳动"),
+    ],
+)
+def test_a_new_value_or_a_negation_replaces_the_old_line(write, user_md, old, message, gone, kept):
+    user_md.write_text(f"## Profile\n\n- {old}\n- Has a dog named Rex.\n")
+    verdict = classify_turn(message)
+    assert verdict.decision == "UPDATE_USER", verdict
+    audit = write(verdict.candidate_fact)
+    text = user_md.read_text()
+    assert audit.status == Status.WRITTEN, audit.reason
+    assert audit.edits[0]["op"] == "replace"
+    assert gone not in text and kept in text
+    assert "- Has a dog named Rex." in text
+    assert text.count("\n- ") == 2  # Replaced, not appended beside.
+    # The old value stays in the file's history.
+    assert old in FileSnapshot.objects.get(id=audit.before_snapshot_id).content
+
+
+def test_the_replacement_rolls_back_to_the_old_value(write, user_md):
+    user_md.write_text("## Profile\n\n- Lives in Berlin.\n")
+    audit = write("Moved to Lisbon.")
+    rollback_write(audit, reason="wrong person", requested_by="test")
+    assert user_md.read_text() == "## Profile\n\n- Lives in Berlin.\n"
+
+
+def test_facts_without_a_single_value_are_appended(write, user_md):
+    user_md.write_text("## Profile\n\n- Speaks French.\n- Likes jazz.\n")
+    assert write("Speaks German.").edits[0]["op"] == "append"
+    assert write("Likes hiking on weekends.").edits[0]["op"] == "append"
+    assert "Speaks French." in user_md.read_text()
+
+
+def test_the_same_value_again_is_still_a_duplicate(write, user_md):
+    user_md.write_text("## Profile\n\n- Lives in Lisbon.\n")
+    assert write("Lives in Lisbon.").status == Status.REFUSED
+
+
+@pytest.mark.parametrize(
+    ("fact", "key"),
+    [
+        ("Lives in Berlin.", "home"),
+        ("用户搬到了上海。", "home"),
+        ("No longer uses vim.", "tool:editor"),
+        ("Always answer in German.", "reply_language"),
+        ("Prefers short answers.", "prefers:answers"),
+        ("用户叫小明。", "name"),
+    ],
+)
+def test_attributes_are_read_in_english_and_chinese(fact, key):
+    assert attribute(fact).key == key
+
+
+def test_a_negation_only_removes_the_line_it_negates():
+    content = "- Uses vim.\n- Uses zsh.\n"
+    assert superseded_lines("No longer uses vim.", content) == ["- Uses vim."]
+    assert superseded_lines("No longer uses emacs.", content) == []
