@@ -29,7 +29,6 @@ from guardian_app.corrections import correct_audit, derive_pattern
 from guardian_app.errors import GuardianError, RollbackConflict
 from guardian_app.guardian import retry_write
 from guardian_app.models import (
-    MEMORY_FILES,
     BehaviorCorrection,
     FileSnapshot,
     FileVersion,
@@ -39,10 +38,20 @@ from guardian_app.models import (
 )
 from guardian_app.queries import file_history
 from guardian_app.rollback import RollbackStale, preview_rollback, rollback_write
+from reflection_site import memory_files
 from reflection_site.admin import BigTableMixin, ReadOnlyAdmin
 
 Status = WriteGuardianAudit.Status
-FILE_CHOICES = [(name, name) for name in MEMORY_FILES]
+
+
+def file_choices() -> list[tuple[str, str]]:
+    """The workspace profile's memory files (a form asks when it is drawn: tests change the profile)."""
+    return [(name, name) for name in memory_files.active().files]
+
+
+def file_choices_or_same() -> list[tuple[str, str]]:
+    return [("", "(same file)"), *file_choices()]
+
 
 DIFF_STYLE = mark_safe(
     """<style>
@@ -61,7 +70,7 @@ DIFF_STYLE = mark_safe(
   .gbadge { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 11px; color: #fff; }
   .gbadge.written { background: #1a7f37; } .gbadge.refused { background: #9a6700; } .gbadge.failed { background: #cf222e; }
   .gbadge.skipped { background: #6e7781; } .gbadge.rolled_back { background: #8250df; }
-  .gbadge.write { background: #1a7f37; } .gbadge.rollback { background: #8250df; } .gbadge.hand_edit { background: #bc4c00; }
+  .gbadge.write { background: #1a7f37; } .gbadge.rollback { background: #8250df; } .gbadge.hand_edit { background: #bc4c00; } .gbadge.agent_edit { background: #0969da; }
   .gbadge.initial { background: #6e7781; }
   table.diff { font-family: ui-monospace, monospace; font-size: 12px; } .diff_add { background: #e6ffec; }
   .diff_chg { background: #fff8c5; } .diff_sub { background: #ffebe9; }
@@ -115,7 +124,7 @@ class BulkRollbackForm(forms.Form):
 
 class RetryForm(forms.Form):
     candidate_fact = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "cols": 80}), max_length=10_000)
-    target_file = forms.ChoiceField(choices=FILE_CHOICES)
+    target_file = forms.ChoiceField(choices=file_choices)
 
 
 class CorrectionForm(forms.Form):
@@ -125,7 +134,7 @@ class CorrectionForm(forms.Form):
     candidate_fact = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 80}), help_text="The right fact, if it differs."
     )
-    target_file = forms.ChoiceField(required=False, choices=[("", "(same file)"), *FILE_CHOICES])
+    target_file = forms.ChoiceField(required=False, choices=file_choices_or_same)
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "cols": 80}), max_length=2000)
     apply_to_future = forms.BooleanField(
         required=False, help_text="Steer the gate and guardian with the pattern from now on."
@@ -600,7 +609,7 @@ class WriteGuardianAuditAdmin(ReadOnlyAdmin):
             "app_label": self.opts.app_label,
             "title": f"History of {file_name}",
             "file_name": file_name,
-            "files": MEMORY_FILES,
+            "files": memory_files.active().files,
             "rows": rows,
             "truncated": len(versions) > limit,
             "state": state,

@@ -28,6 +28,7 @@ from guardian_app.schemas import (
     CorrectionOut,
     FileOut,
     HistoryFilter,
+    ProfileOut,
     RetryIn,
     RollbackIn,
     RollbackPreviewIn,
@@ -37,6 +38,7 @@ from guardian_app.schemas import (
     SessionRollbackOut,
     VersionOut,
 )
+from reflection_site import memory_files
 from reflection_site.api import ApiKey, CursorPagination, ErrorOut, authenticate_key
 from reflection_site.models import ApiKey as ApiKeyModel
 
@@ -225,6 +227,14 @@ def create_correction(request: HttpRequest, audit_id: str, payload: CorrectionIn
         pattern=payload.correction_pattern,
     )
     return Status(HTTPStatus.CREATED, correction)
+
+
+@router.get("/guardian/files", response={200: ProfileOut, **_ERRORS}, url_name="list_memory_files")
+def list_files(request: HttpRequest) -> dict[str, Any]:
+    """The workspace profile's memory files (WORKSPACE_PROFILE): where each lives, the decision written to it,
+    its length as the agent counts it and the most the agent loads. Only these names (and reflect's bank
+    pages) are accepted by the file endpoints."""
+    return {"profile": memory_files.active().name, "files": workspace.profile_files()}
 
 
 @router.get("/guardian/files/{file_name}", response={200: FileOut, **_ERRORS}, url_name="get_memory_file")

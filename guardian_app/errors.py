@@ -15,14 +15,16 @@ class GuardianError(ReflectionError):
 
 
 class UnknownFile(GuardianError):
-    """A file name outside the five memory files (never joined to a path)."""
+    """A file name outside the workspace profile's memory files (never joined to a path)."""
 
     code = "unknown_file"
     status = HTTPStatus.NOT_FOUND
 
     def __init__(self, name: str):
+        from reflection_site.memory_files import active
+
         super().__init__(
-            f"Unknown memory file {name!r}; expected one of MEMORY.md, USER.md, SOUL.md, IDENTITY.md, TOOLS.md.",
+            f"Unknown memory file {name!r}; expected one of {', '.join(active().files)}.",
             details={"file_name": str(name)[:100]},
         )
 

@@ -33,8 +33,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from guardian_app.heuristic_guardian import fingerprint, instruction_like, one_line
-from guardian_app.models import MEMORY_FILES, MemoryChunk, WriteGuardianAudit
+from guardian_app.models import MemoryChunk, WriteGuardianAudit
 from guardian_app.retain import entity_key, mentioned_entities
+from reflection_site import memory_files
 
 AUDIT_SOURCES = ("gate", "retry", "learning")
 _LINE_REF = re.compile(r"#L(\d+)")
@@ -262,7 +263,7 @@ def collect_facts(since: dt.datetime, until: dt.datetime, *, known_pages: list[s
         WriteGuardianAudit.objects.filter(
             status=WriteGuardianAudit.Status.WRITTEN,
             source__in=AUDIT_SOURCES,
-            target_file__in=MEMORY_FILES,
+            target_file__in=memory_files.ALL_FILES,  # any profile's (AGENTS.md too), not reflect's pages
             created_at__gte=since,
             created_at__lt=until,
         )

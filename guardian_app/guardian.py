@@ -46,7 +46,8 @@ from guardian_app.diffs import diff_and_stats, diff_stats, unified_diff
 from guardian_app.errors import GuardianError, InvalidEdits, NotRetryable, UnsafeFile
 from guardian_app.heuristic_guardian import GuardianCorrection, instruction_like, one_line
 from guardian_app.models import BehaviorCorrection, WorkspaceFile, WriteGuardianAudit
-from sessions_app.models import FILE_FOR_DECISION, Decision, MemoryGateDecision
+from reflection_site import memory_files
+from sessions_app.models import Decision, MemoryGateDecision
 
 logger = logging.getLogger(__name__)
 
@@ -284,19 +285,49 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def _outside_section(text: str | None, section: str) -> str:
+    """``text`` without the section headed ``section`` (heading and body)."""
+    lines = (text or "").splitlines(keepends=True)
+    bounds = _section_bounds(lines, section)
+    if bounds is not None:
+        del lines[bounds[0] : bounds[2]]
+    return "".join(lines).rstrip()
+
+
+def _profile_refusal(name: str, before: str | None, after: str) -> str | None:
+    """The workspace profile's rules for ``name``: a file the agent loads may not grow past what it loads
+    (OpenClaw cuts USER.md at 4,000 characters, the others at 20,000), and a file Reflection writes only
+    under one heading (AGENTS.md: ``## Tools``) may not change anywhere else."""
+    profile = memory_files.active()
+    section = profile.section_for(name)
+    if section is not None and _outside_section(before, section) != _outside_section(after, section):
+        return f"the edits would change {name} outside its ## {section} section, the only part Reflection writes"
+    return memory_files.over_limit(profile, name, before, after)
+
+
 def _outcome_from_reply(
     content: str | None,
     reply: dict[str, Any],
     *,
+    target_file: str | None = None,
     max_removed_lines: int | None = None,
     allow_instructions: bool = False,
     **meta: Any,
 ) -> Outcome:
-    """Turn ``{action, reason, edits}`` into an outcome against ``content`` (the file under the lock)."""
+    """Turn ``{action, reason, edits}`` into an outcome against ``content`` (the file under the lock).
+
+    ``target_file`` brings the workspace profile's rules: appends go under the file's one section (tool facts
+    under AGENTS.md ``## Tools``), and ``_profile_refusal`` applies."""
     if reply["action"] == "refuse":
         return Outcome(
             Status.REFUSED, reply["reason"] or "refused by the guardian", edits=reply["edits"] or None, **meta
         )
+    section = memory_files.active().section_for(target_file) if target_file else None
+    if section is not None:
+        reply = {
+            **reply,
+            "edits": [{**e, "section": section} if e.get("op") == "append" else e for e in reply["edits"]],
+        }
     try:
         new_content = apply_edits(content, reply["edits"])
     except InvalidEdits as exc:
@@ -308,6 +339,8 @@ def _outcome_from_reply(
     refusal = check_result(
         content, new_content, max_removed_lines=max_removed_lines, allow_instructions=allow_instructions
     )
+    if refusal is None and target_file is not None:
+        refusal = _profile_refusal(target_file, content, new_content)
     if refusal is not None:
         return Outcome(Status.REFUSED, refusal, edits=reply["edits"], **meta)
     return Outcome(Status.WRITTEN, reply["reason"] or "written", new_content=new_content, edits=reply["edits"], **meta)
@@ -488,7 +521,7 @@ def guard_write(
     name = workspace.canonical_name(target_file)
     if source not in WriteGuardianAudit.Source.values:
         raise GuardianError(f"unknown source {source!r}")
-    if compose is None and name not in workspace.MEMORY_FILES:
+    if compose is None and name not in memory_files.ALL_FILES:
         # A bank page is reflect's: its writes bring their own edits (a retry would append the audit's text).
         raise NotRetryable(f"{name} is written by the reflect job; run reflect again instead.")
     fact = visible(candidate_fact or "").strip()
@@ -528,6 +561,7 @@ def guard_write(
                 outcome = _outcome_from_reply(
                     state.content,
                     validate_reply(reply),
+                    target_file=name,
                     llm_model=str(reply.get("model") or source),
                     max_removed_lines=reply.get("max_removed_lines"),
                     allow_instructions=review_held,
@@ -539,6 +573,7 @@ def guard_write(
                 outcome = _outcome_from_reply(
                     state.content,
                     verdict.as_reply(),
+                    target_file=name,
                     llm_model=heuristic_guardian.MODEL_NAME,
                     allow_instructions=review_held,
                 )
@@ -592,7 +627,9 @@ def guard_write(
             if content != seen and step < max_steps:
                 logger.info("guardian: %s changed while the LLM was deciding; asking again", name)
                 continue
-            outcome = _outcome_from_reply(content, validate_reply(reply.data), allow_instructions=review_held, **meta)
+            outcome = _outcome_from_reply(
+                content, validate_reply(reply.data), target_file=name, allow_instructions=review_held, **meta
+            )
             if content != seen and outcome.status == Status.FAILED:
                 outcome.reason = f"{name} kept changing while the guardian decided; {outcome.reason}"
             return _store(state, outcome, fresh(), lookup)
@@ -601,7 +638,7 @@ def guard_write(
 
 def write_fact(decision: MemoryGateDecision) -> WriteGuardianAudit:
     """Fold one ``UPDATE_*`` gate decision into its file (idempotent: one audit per decision)."""
-    target = FILE_FOR_DECISION.get(decision.decision)
+    target = memory_files.active().file_for_decision.get(decision.decision)
     if target is None:
         raise GuardianError(f"decision {decision.id} is {decision.decision}: nothing to write", code="nothing_to_write")
     return guard_write(
@@ -645,7 +682,7 @@ def record_failure(
     """A task whose retries are spent: record a ``failed`` audit (once) so the write stays visible."""
     decision = MemoryGateDecision.objects.filter(id=decision_id).first() if decision_id else None
     if decision is not None:
-        target_file = FILE_FOR_DECISION.get(decision.decision)
+        target_file = memory_files.active().file_for_decision.get(decision.decision)
         candidate_fact = decision.candidate_fact
     if target_file is None:
         return None

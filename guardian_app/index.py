@@ -46,8 +46,9 @@ from filelock import FileLock
 
 from guardian_app.chunking import Chunk, chunk_markdown, search_text
 from guardian_app.embeddings import CacheStats, EmbeddingError, current_config, embed_with_cache
-from guardian_app.models import MEMORY_FILES, MemoryChunk, MemoryIndexFile, MemoryIndexMeta
+from guardian_app.models import MemoryChunk, MemoryIndexFile, MemoryIndexMeta
 from guardian_app.retain import entity_key
+from reflection_site import memory_files
 from reflection_site.ids import new_ulid
 
 logger = logging.getLogger(__name__)
@@ -140,7 +141,8 @@ class SourceFile:
 # --- What is indexed --------------------------------------------------------------------------------
 def is_indexable(path: str) -> bool:
     """Whether a workspace-relative path is one the index covers (the patterns above)."""
-    return path in MEMORY_FILES or bool(_DAILY_LOG.match(path)) or bool(_BANK_PAGE.match(path))
+    files = memory_files.active().files
+    return path in files or bool(_DAILY_LOG.match(path)) or bool(_BANK_PAGE.match(path))
 
 
 def daily_log_date(path: str) -> dt.date | None:
@@ -165,7 +167,8 @@ def workspace_files(root: Path | None = None) -> list[SourceFile]:
     """Every indexable file under the workspace, sorted by path."""
     root = Path(root or settings.WORKSPACE_DIR).resolve()
     found: list[SourceFile] = []
-    for name in MEMORY_FILES:
+    profile = memory_files.active()  # Its files; its bank/ pages live under pages_dir (memory/bank/ for OpenClaw).
+    for name in profile.files:
         candidate = root / name
         if candidate.is_file() and _inside(root, candidate):
             found.append(SourceFile(name, candidate))
@@ -175,13 +178,13 @@ def workspace_files(root: Path | None = None) -> list[SourceFile]:
             rel = f"memory/{entry.name}"
             if _DAILY_LOG.match(rel) and entry.is_file() and _inside(root, Path(entry.path)):
                 found.append(SourceFile(rel, Path(entry.path)))
-    bank = root / "bank"
+    bank = root / profile.pages_dir / "bank"
     if bank.is_dir() and not bank.is_symlink():
         for folder, dirs, files in os.walk(bank):  # Symlinked folders are not followed.
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             for name in files:
                 absolute = Path(folder) / name
-                rel = absolute.relative_to(root).as_posix()
+                rel = f"bank/{absolute.relative_to(bank).as_posix()}"  # a page's name, wherever it lives
                 if _BANK_PAGE.match(rel) and _inside(root, absolute):
                     found.append(SourceFile(rel, absolute))
     return sorted(found, key=lambda f: f.path)
@@ -562,7 +565,8 @@ def index_workspace(
             wanted = sorted({p for p in paths if is_indexable(p)})
             for ignored in set(paths) - set(wanted):
                 logger.warning("recall index: %r is not a file the index covers; ignored", ignored)
-            sources = [SourceFile(p, root / p) for p in wanted if (root / p).is_file() and _inside(root, root / p)]
+            on_disk = {p: root / memory_files.active().disk_path(p) for p in wanted}
+            sources = [SourceFile(p, on_disk[p]) for p in wanted if on_disk[p].is_file() and _inside(root, on_disk[p])]
             known = {row.path: row for row in MemoryIndexFile.objects.filter(path__in=wanted)}
             vanished = sorted(set(wanted) - {s.path for s in sources})
 

@@ -7,16 +7,19 @@ from django.db.models import Q
 from django.utils import timezone
 
 from reflection_site.ids import new_ulid
+from reflection_site.memory_files import ALL_FILES, SEED_FILES
 
-MEMORY_FILES: tuple[str, ...] = ("MEMORY.md", "USER.md", "SOUL.md", "IDENTITY.md", "TOOLS.md")
+# The seed's five files (the seed profile's); what a deployment reads is memory_files.active().files, and the
+# database accepts every profile's files (ALL_FILES) so that a file keeps its history across profiles.
+MEMORY_FILES: tuple[str, ...] = SEED_FILES
 # Reflect's pages (seed 001's bank/): names made by guardian_app.workspace.bank_page, never taken from a client.
 BANK_PAGE_PATTERN = r"^bank/(entities/[A-Za-z0-9][A-Za-z0-9_-]{0,63}|opinions|world|experience)\.md$"
 FILE_NAME_MAX_LENGTH = 96
 
 
 def workspace_file_q(field: str) -> Q:
-    """The database check on a workspace file name: one of the five memory files, or a bank page."""
-    return Q(**{f"{field}__in": MEMORY_FILES}) | Q(**{f"{field}__regex": BANK_PAGE_PATTERN})
+    """The database check on a workspace file name: a memory file of any profile, or a bank page."""
+    return Q(**{f"{field}__in": ALL_FILES}) | Q(**{f"{field}__regex": BANK_PAGE_PATTERN})
 
 
 class MemoryFile(models.TextChoices):
@@ -26,6 +29,7 @@ class MemoryFile(models.TextChoices):
     SOUL = "SOUL.md", "SOUL.md"
     IDENTITY = "IDENTITY.md", "IDENTITY.md"
     TOOLS = "TOOLS.md", "TOOLS.md"
+    AGENTS = "AGENTS.md", "AGENTS.md"  # the openclaw profile's home of tool facts (its "## Tools")
 
 
 class FileSnapshot(models.Model):
@@ -201,6 +205,9 @@ class FileVersion(models.Model):
         WRITE = "write"
         ROLLBACK = "rollback"
         HAND_EDIT = "hand_edit", "hand edit"
+        # openclaw profile: a change Reflection did not make to a file the agent writes itself (MEMORY.md,
+        # memory/), such as OpenClaw's "dreaming" consolidation.
+        AGENT_EDIT = "agent_edit", "agent edit"
 
     id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
     file_name = models.CharField(max_length=FILE_NAME_MAX_LENGTH, choices=MemoryFile.choices)
@@ -237,7 +244,8 @@ class FileVersion(models.Model):
         constraints = [
             models.CheckConstraint(condition=workspace_file_q("file_name"), name="file_versions_file_name_valid"),
             models.CheckConstraint(
-                condition=Q(kind__in=["initial", "write", "rollback", "hand_edit"]), name="file_versions_kind_valid"
+                condition=Q(kind__in=["initial", "write", "rollback", "hand_edit", "agent_edit"]),
+                name="file_versions_kind_valid",
             ),
             # Serves guardian_app.queries.file_history (newest first) and the rollback's "changes since".
             models.UniqueConstraint(fields=["file_name", "seq"], name="file_versions_file_seq_unique"),
@@ -313,7 +321,7 @@ class BehaviorCorrection(models.Model):
                 condition=Q(corrected_status__in=["written", "refused"]), name="behavior_corrections_status_valid"
             ),
             models.CheckConstraint(
-                condition=Q(corrected_target_file__isnull=True) | Q(corrected_target_file__in=MEMORY_FILES),
+                condition=Q(corrected_target_file__isnull=True) | Q(corrected_target_file__in=ALL_FILES),
                 name="behavior_corrections_target_file_valid",
             ),
         ]

@@ -154,8 +154,9 @@ def _llm() -> Any:
 
 
 def existing_entity_pages() -> dict[str, str]:
-    """``{entity key: page name stem}`` of the pages under ``bank/entities/`` (symlinks are ignored)."""
-    folder = Path(settings.WORKSPACE_DIR) / "bank" / "entities"
+    """``{entity key: page name stem}`` of the pages under ``bank/entities/`` (symlinks are ignored), in the
+    workspace profile's bank folder."""
+    folder = workspace.bank_dir() / "entities"
     found: dict[str, str] = {}
     if not folder.is_dir() or folder.is_symlink():
         return found

@@ -227,6 +227,23 @@ class CorrectionOut(ModelSchema):
         ]
 
 
+class ProfileFileOut(Schema):
+    file_name: str
+    path: str = Field(description="Where it lives, relative to the workspace.")
+    decision: str | None = Field(None, description="The gate decision written to it.")
+    section: str | None = Field(None, description="The one heading Reflection writes under (AGENTS.md: Tools).")
+    exists: bool
+    chars: int = Field(description="Its length as the agent counts it (UTF-16 code units, trailing space trimmed).")
+    max_chars: int | None = Field(None, description="The most the agent loads of it; writes past it are refused.")
+    written_by_agent: bool = Field(description="The agent writes it too: a change not made by Reflection is its.")
+    unsafe: str = Field("", description="What its path holds when that is not a regular file.")
+
+
+class ProfileOut(Schema):
+    profile: str = Field(description="WORKSPACE_PROFILE: seed or openclaw.")
+    files: list[ProfileFileOut]
+
+
 class FileOut(Schema):
     file_name: str
     exists: bool
@@ -253,6 +270,6 @@ class VersionOut(ModelSchema):
 
 
 class HistoryFilter(Schema):
-    kind: Literal["initial", "write", "rollback", "hand_edit"] | None = None
+    kind: Literal["initial", "write", "rollback", "hand_edit", "agent_edit"] | None = None
     since: TimestampParam | None = None
     until: TimestampParam | None = None

@@ -1,6 +1,7 @@
-"""The five memory files: lookup by name, reads as they are on disk now, atomic writes, locks, history.
+"""The memory files of the workspace profile: lookup by name, reads as they are on disk, atomic writes, locks, history.
 
-A name from a client or an LLM is looked up in ``MEMORY_FILES``, never joined to a path. Reflect's pages
+A name from a client or an LLM is looked up in the workspace profile's files
+(``reflection_site.memory_files.active().files``), never joined to a path. Reflect's pages
 (``bank/entities/<Entity>.md``, ``bank/opinions.md``, ``bank/world.md``, ``bank/experience.md``) are a second,
 code-generated set: ``bank_page(entity)`` makes an entity's page name from a slug, and any bank name must
 match ``BANK_PAGE_PATTERN`` exactly (no other folder, no dot segment, no slash in the entity). Every change
@@ -52,6 +53,7 @@ from guardian_app.models import (
     WriteGuardianAudit,
 )
 from guardian_app.signals import memory_file_changed
+from reflection_site import memory_files
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +73,6 @@ __all__ = [
     "write_file",
 ]
 
-_BY_NAME: dict[str, str] = {name: name for name in MEMORY_FILES}
 INTERRUPTED = "interrupted before the write was recorded"
 
 
@@ -106,7 +107,7 @@ def canonical_name(name: object) -> str:
 
     A bank name is accepted only when it matches ``BANK_PAGE_PATTERN`` exactly.
     """
-    found = _BY_NAME.get(name) if isinstance(name, str) else None
+    found = name if isinstance(name, str) and name in memory_files.active().files else None
     if found is None and isinstance(name, str) and _BANK_PAGE.fullmatch(name):
         found = name
     if found is None:
@@ -115,18 +116,25 @@ def canonical_name(name: object) -> str:
 
 
 def path_for(name: str) -> Path:
-    """The path of one of the five files at the root of WORKSPACE_DIR, or of a bank page under ``bank/``;
-    UnknownFile (404) for any other name. A bank path is built from the parts of the checked name, and
-    never through a symbolic link to a folder outside the workspace."""
+    """The path of one of the profile's memory files at the root of WORKSPACE_DIR, or of a bank page under
+    the profile's ``bank/`` folder (``bank/``, or ``memory/bank/`` where OpenClaw indexes it); UnknownFile
+    (404) for any other name. A bank path is built from the parts of the checked name, and never through a
+    symbolic link to a folder outside the workspace."""
     name = canonical_name(name)
     root = Path(settings.WORKSPACE_DIR)
-    if name in _BY_NAME:
+    if name in memory_files.active().files:
         return root / name
     match = _BANK_PAGE.fullmatch(name)
     assert match is not None
-    if (root / "bank").is_symlink() or (root / "bank" / "entities").is_symlink():
+    bank = bank_dir()
+    if bank.is_symlink() or (bank / "entities").is_symlink() or bank.parent.is_symlink():
         raise UnknownFile(f"{name} (bank/ is a symbolic link)")
-    return root / "bank" / f"{match.group(1)}.md"  # group 1 is "opinions" or "entities/<slug>"
+    return bank / f"{match.group(1)}.md"  # group 1 is "opinions" or "entities/<slug>"
+
+
+def bank_dir(root: Path | None = None) -> Path:
+    """The folder that holds reflect's pages in this workspace profile (``bank/`` or ``memory/bank/``)."""
+    return Path(root or settings.WORKSPACE_DIR) / memory_files.active().pages_dir / "bank"
 
 
 # --- Reading and writing -------------------------------------------------------------------------
@@ -444,8 +452,9 @@ def _advisory_lock(name: str, deadline: float) -> Iterator[None]:
     if connection.vendor != "postgresql":
         yield
         return
-    # The five files are keys 0-4; a bank page a hash of its name above them (a clash only serialises more).
-    key = MEMORY_FILES.index(name) if name in _BY_NAME else 16 + zlib.crc32(name.encode()) % 2_000_000_000
+    # The memory files are keys 0-5; a bank page a hash of its name above them (a clash only serialises more).
+    known = memory_files.ALL_FILES
+    key = known.index(name) if name in known else 16 + zlib.crc32(name.encode()) % 2_000_000_000
     with connection.cursor() as cursor:
         while True:
             cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_ADVISORY_CLASS, key])
@@ -711,7 +720,8 @@ def sync(name: str) -> FileState:
     """Bring the history up to the disk (call with the file lock held) and return the file's state.
 
     Finishes an interrupted write, then records a file seen for the first time (``initial``) or a
-    content that differs from the last known version (``hand_edit``). When nothing changed this costs
+    content that differs from the last known version (``hand_edit``; ``agent_edit`` for a file the agent
+    writes itself in the workspace profile, OpenClaw's MEMORY.md and memory/). When nothing changed this costs
     one indexed query and a hash of the file.
     """
     name = canonical_name(name)
@@ -739,7 +749,9 @@ def sync(name: str) -> FileState:
                 added.append(record_version(name, disk, kind="initial", previous_content=None))
         elif state.content_hash != state.known_hash:
             previous = FileSnapshot.objects.get(id=state.snapshot_id).content if state.snapshot_id else None
-            added.append(record_version(name, disk, kind="hand_edit", previous_content=previous))
+            # openclaw profile: the agent writes MEMORY.md and memory/ itself; nobody else's hand is assumed there.
+            kind = FileVersion.Kind.AGENT_EDIT if memory_files.active().written_by_agent(name) else "hand_edit"
+            added.append(record_version(name, disk, kind=kind, previous_content=previous))
     state = _state(name, disk, _known(name))
     state.added = added
     return state
@@ -756,9 +768,9 @@ def check_drift(names: list[str] | None = None) -> list[FileVersion]:
     holds a symbolic link, a FIFO or another non-regular file is not read, and stays a finding
     (``unsafe_files()``) until a regular file is back."""
     added: list[FileVersion] = []
-    if not names:  # The five files, and the bank pages Reflection has written or seen.
+    if not names:  # The profile's memory files, and the bank pages Reflection has written or seen.
         bank = WorkspaceFile.objects.filter(file_name__startswith="bank/").order_by("file_name")
-        names = [*MEMORY_FILES, *bank.values_list("file_name", flat=True)]
+        names = [*memory_files.active().files, *bank.values_list("file_name", flat=True)]
     for name in names:
         try:
             with file_lock(name):
@@ -790,3 +802,31 @@ def current_state(name: str) -> dict[str, object]:
         "known_hash": last_hash,
         "changed_by_hand": row is not None and row.current_version_id is not None and digest != last_hash,
     }
+
+
+def profile_files() -> list[dict[str, object]]:
+    """The workspace profile's memory files in order (for the API, the admin and the CLI): where each lives,
+    the decision that writes it (and the one heading it writes under), its length as the agent counts it and
+    the most the agent loads of it (None: no limit)."""
+    profile = memory_files.active()
+    decision_for = {name: decision for decision, name in profile.file_for_decision.items()}
+    listing: list[dict[str, object]] = []
+    for name in profile.files:
+        try:
+            content, unsafe = read_file(name), ""
+        except UnsafeFile as exc:
+            content, unsafe = None, exc.found
+        listing.append(
+            {
+                "file_name": name,
+                "path": profile.disk_path(name),
+                "decision": decision_for.get(name),
+                "section": profile.section_for(name),
+                "exists": content is not None,
+                "chars": memory_files.prompt_chars(content),
+                "max_chars": profile.limit_for(name),
+                "written_by_agent": profile.written_by_agent(name),
+                "unsafe": unsafe,
+            }
+        )
+    return listing

@@ -26,6 +26,28 @@ DATA_DIR = WORKSPACE_DIR / ".openclaw-reflection"
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 
+def _ignored_by_git(folder: Path) -> None:
+    """A ``.gitignore`` of ``*`` in the data dir, written on every start while missing: OpenClaw git-inits its
+    workspace and advises ``git add .``, which must never commit the database or the secret key."""
+    try:
+        fd = os.open(folder / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w") as fh:
+        fh.write("# Reflection's data (database, secret key, exports): never committed with the workspace.\n*\n")
+
+
+_ignored_by_git(DATA_DIR)
+# Which files the agent reads (reflection_site/memory_files.py): "openclaw" (current OpenClaw: tool facts
+# under AGENTS.md "## Tools", USER.md <= 4,000 and MEMORY.md <= 20,000 characters, pages under memory/) or
+# "seed" (the seed's five files, TOOLS.md included).
+WORKSPACE_PROFILE = env.str("WORKSPACE_PROFILE", default="openclaw")
+if WORKSPACE_PROFILE not in ("seed", "openclaw"):
+    raise environ.ImproperlyConfigured(f"WORKSPACE_PROFILE must be seed or openclaw, not {WORKSPACE_PROFILE!r}")
+# OpenClaw's agents.defaults.bootstrapMaxChars: what it loads of each bootstrap file (USER.md: 4,000 at most).
+OPENCLAW_BOOTSTRAP_MAX_CHARS = env.int("OPENCLAW_BOOTSTRAP_MAX_CHARS", default=20_000)
+
+
 def _secret_key() -> str:
     """Generated once and kept in the data dir (mode 600), never a constant in the repository."""
     path = DATA_DIR / "secret_key"

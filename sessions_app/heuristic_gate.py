@@ -81,22 +81,18 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from reflection_site import memory_files
 from reflection_site.poisoning import hold_reason
 
 MODEL_NAME = "heuristic-gate-v1"
 
 DECISIONS = ("NO_WRITE", "UPDATE_MEMORY", "UPDATE_USER", "UPDATE_SOUL", "UPDATE_IDENTITY", "UPDATE_TOOLS")
 
-FILE_FOR_DECISION = {
-    "UPDATE_MEMORY": "MEMORY.md",
-    "UPDATE_USER": "USER.md",
-    "UPDATE_SOUL": "SOUL.md",
-    "UPDATE_IDENTITY": "IDENTITY.md",
-    "UPDATE_TOOLS": "TOOLS.md",
-}
+FILE_FOR_DECISION = dict(memory_files.SEED_FILE_FOR_DECISION)
 
-# A correction names a file; the decision is looked up, so an unknown name can never become one.
-DECISION_FOR_FILE = {file_name: decision for decision, file_name in FILE_FOR_DECISION.items()}
+# A correction names a file (of any workspace profile); the decision is looked up, so an unknown name can
+# never become one.
+DECISION_FOR_FILE = dict(memory_files.DECISION_FOR_FILE)
 
 # Rule order, highest first: an explicit request beats everything, a generic "I …" statement last.
 PRECEDENCE = ("UPDATE_MEMORY", "UPDATE_IDENTITY", "UPDATE_SOUL", "UPDATE_TOOLS", "UPDATE_USER")

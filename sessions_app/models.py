@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from reflection_site import memory_files
 from reflection_site.ids import new_ulid
 
 
@@ -18,15 +19,11 @@ class Decision(models.TextChoices):
     UPDATE_TOOLS = "UPDATE_TOOLS"
 
 
-# DESIGN §3: each UPDATE_* decision names exactly one of the five memory files.
-FILE_FOR_DECISION: dict[str, str] = {
-    Decision.UPDATE_MEMORY: "MEMORY.md",
-    Decision.UPDATE_USER: "USER.md",
-    Decision.UPDATE_SOUL: "SOUL.md",
-    Decision.UPDATE_IDENTITY: "IDENTITY.md",
-    Decision.UPDATE_TOOLS: "TOOLS.md",
-}
-DECISION_FOR_FILE: dict[str, str] = {file: decision for decision, file in FILE_FOR_DECISION.items()}
+# DESIGN §3: each UPDATE_* decision names exactly one of the five memory files (the seed's vocabulary, kept in
+# datasets); the file it is written to is the workspace profile's, memory_files.active().file_for_decision.
+FILE_FOR_DECISION: dict[str, str] = dict(memory_files.SEED_FILE_FOR_DECISION)
+# Any profile's file back to its decision (TOOLS.md and AGENTS.md are both UPDATE_TOOLS).
+DECISION_FOR_FILE: dict[str, str] = dict(memory_files.DECISION_FOR_FILE)
 
 
 class ConversationSession(models.Model):
@@ -198,7 +195,8 @@ class MemoryGateDecision(models.Model):
 
     @property
     def target_file(self) -> str | None:
-        return FILE_FOR_DECISION.get(self.decision)
+        """The file this decision is written to in the workspace profile."""
+        return memory_files.active().file_for_decision.get(self.decision)
 
 
 class MemoryGateStats(models.Model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,9 @@ from django.test import Client
 from reflection_site.models import ApiKey
 
 ALL_SCOPES = ["ingest", "read", "operate", "annotate"]
+# The suite is written against the seed's five files; tests of the openclaw profile (the default) set it
+# themselves. Servers and workers the tests start inherit this too.
+os.environ["WORKSPACE_PROFILE"] = "seed"
 
 
 @pytest.fixture(autouse=True)
@@ -24,6 +28,7 @@ def workspace(settings: Any, tmp_path: Path) -> Path:
     settings.DATA_DIR.mkdir()
     settings.PROJECTION_DIR = settings.DATA_DIR / "projection"
     settings.CELERY_TASK_ALWAYS_EAGER = False
+    settings.WORKSPACE_PROFILE = "seed"
     return root
 
 

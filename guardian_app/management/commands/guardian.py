@@ -18,9 +18,10 @@ from guardian_app import workspace
 from guardian_app.corrections import correct_audit
 from guardian_app.errors import GuardianError
 from guardian_app.guardian import retry_write, sweep_pending_decisions
-from guardian_app.models import MEMORY_FILES, WriteGuardianAudit
+from guardian_app.models import WriteGuardianAudit
 from guardian_app.queries import audit_record, file_history, list_audits
 from guardian_app.rollback import LineChange, preview_rollback, rollback_session, rollback_write
+from reflection_site import memory_files
 from reflection_site.errors import ReflectionError
 
 STATUSES = WriteGuardianAudit.Status.values
@@ -54,8 +55,9 @@ def _user() -> str:
 
 
 def _file(value: str) -> str:
-    if value not in MEMORY_FILES:
-        raise CommandError(f"unknown memory file {value!r}; expected one of {', '.join(MEMORY_FILES)}")
+    names = memory_files.active().files  # The workspace profile's (WORKSPACE_PROFILE).
+    if value not in names:
+        raise CommandError(f"unknown memory file {value!r}; expected one of {', '.join(names)}")
     return value
 
 
@@ -84,7 +86,8 @@ class Command(BaseCommand):
         "the guardian again. `history -f FILE -l N` lists a file's versions. `correct ID --status … --reason …` "
         "records a behaviour correction (--apply-to-future steers later runs). `export --format json|csv|markdown "
         "-o FILE [--include-content]` writes the matching audits. `sweep` re-enqueues decisions without an audit, "
-        "`drift` records hand edits. --json gives machine-readable output."
+        "`drift` records hand edits (and the agent's own, openclaw profile). `files` lists the workspace profile's "
+        "memory files. --json gives machine-readable output."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -165,6 +168,11 @@ class Command(BaseCommand):
         sweep.add_argument("--grace", type=int, default=None, help="Seconds (default GUARDIAN_SWEEP_GRACE_S).")
 
         actions.add_parser("drift", help="Record hand edits of the memory files now (as the 10-minute task does).")
+
+        files = actions.add_parser(
+            "files", help="The workspace profile's memory files, where they are and their sizes."
+        )
+        files.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -378,7 +386,7 @@ class Command(BaseCommand):
     def handle_history(self, options: dict[str, Any]) -> None:
         name = options["file"] or options["file_name"]
         if not name:
-            raise CommandError("give the file with -f FILE (MEMORY.md, USER.md, SOUL.md, IDENTITY.md, TOOLS.md)")
+            raise CommandError(f"give the file with -f FILE ({', '.join(memory_files.active().files)})")
         if options["limit"] < 1:
             raise CommandError("--limit must be at least 1")
         with workspace.file_lock(name):
@@ -478,8 +486,21 @@ class Command(BaseCommand):
 
     def handle_drift(self, options: dict[str, Any]) -> None:
         versions = workspace.check_drift()
-        self.stdout.write(f"Recorded {len(versions)} hand edit(s) or first sighting(s)")
+        self.stdout.write(f"Recorded {len(versions)} hand or agent edit(s) or first sighting(s)")
         for v in versions:
             self.stdout.write(f"  {v.file_name} #{v.seq} {v.kind} +{v.lines_added} -{v.lines_removed}")
         for name, found in workspace.unsafe_files().items():
             self.stderr.write(self.style.ERROR(f"  {name} is {found}: not read or written until it is replaced"))
+
+    def handle_files(self, options: dict[str, Any]) -> None:
+        listing = workspace.profile_files()
+        if options["json"]:
+            self.stdout.write(json.dumps({"profile": memory_files.active().name, "files": listing}, indent=2))
+            return
+        self.stdout.write(f"Workspace profile: {memory_files.active().name}")
+        for row in listing:
+            limit = f"/{row['max_chars']:,}" if row["max_chars"] else ""
+            where = f" under ## {row['section']}" if row["section"] else ""
+            state = f"{row['chars']:,}{limit} chars" if row["exists"] else "no file yet"
+            unsafe = f" [{row['unsafe']}]" if row["unsafe"] else ""
+            self.stdout.write(f"  {row['file_name']:<12} {row['decision'] or '-':<16} {state}{where}{unsafe}")
