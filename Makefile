@@ -27,17 +27,25 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(PY)
 migrate: $(VENV)/.runtime
 	$(PY) manage.py migrate --noinput
 
-# The web server (gunicorn, $(WEB_WORKERS) workers) and one Celery worker with beat embedded, in the
-# foreground; Ctrl-C stops all of them. The access log leaves out query strings and referrers, which
-# can hold what a user typed (the Django log lines pass a redacting filter; gunicorn's do not).
+# The web server (gunicorn, $(WEB_WORKERS) workers) and one Celery worker with beat embedded, in the foreground,
+# under supervisord (supervisord.conf): a process that exits is restarted with a log line, one that keeps failing
+# stops the run with a message and a non-zero status, and Ctrl-C stops both within 10 s. While it runs,
+# var/run.env tells `manage.py` in another terminal which data this run serves (reflection_site/settings.py).
+RUN_WORKSPACE_DIR = $(abspath $(or $(WORKSPACE_DIR),$(CURDIR)/var/workspace))
+RUN_DIR = $(RUN_WORKSPACE_DIR)/.openclaw-reflection/run
 run: migrate
 	$(PY) manage.py ensure_admin
 	@echo "Reflection on http://127.0.0.1:$(PORT)/  (admin: /admin/, API docs: /api/docs, health: /healthz)"
-	@trap 'kill 0' INT TERM EXIT; \
-	$(VENV)/bin/celery -A reflection_site worker --beat -Q celery,guardian -c $(WORKER_CONCURRENCY) --loglevel INFO & \
-	$(VENV)/bin/gunicorn reflection_site.wsgi --bind 127.0.0.1:$(PORT) --workers $(WEB_WORKERS) \
-		--access-logfile - --access-logformat '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s"' & \
-	wait
+	@mkdir -p var $(RUN_DIR) && rm -f $(RUN_DIR)/failed && (umask 077; { \
+		echo "# Written by make run (pid $$$$) while it runs: manage.py without WORKSPACE_DIR uses this data."; \
+		echo "REFLECTION_RUN_PID=$$$$"; echo "WORKSPACE_DIR=$(RUN_WORKSPACE_DIR)"; \
+		if [ -n "$$DATABASE_URL" ]; then echo "DATABASE_URL=$$DATABASE_URL"; fi; \
+		if [ -n "$$REDIS_URL" ]; then echo "REDIS_URL=$$REDIS_URL"; fi; } > var/run.env); \
+	WORKSPACE_DIR=$(RUN_WORKSPACE_DIR) WEB_WORKERS=$(WEB_WORKERS) WORKER_CONCURRENCY=$(WORKER_CONCURRENCY) \
+		REFLECTION_RUN_DIR=$(RUN_DIR) REFLECTION_RUN_FAILED=$(RUN_DIR)/failed \
+		$(VENV)/bin/supervisord -c supervisord.conf; \
+	status=$$?; grep -qx "REFLECTION_RUN_PID=$$$$" var/run.env 2>/dev/null && rm -f var/run.env; \
+	if [ -e $(RUN_DIR)/failed ]; then cat $(RUN_DIR)/failed >&2; exit 1; fi; exit $$status
 
 test: $(VENV)/.dev
 	$(MAKE) --no-print-directory test-unit

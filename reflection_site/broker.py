@@ -125,6 +125,16 @@ class FilesystemChannel(filesystem.Channel):
         logger.error("unreadable message %s moved to %s: %s: %s", filename, bad, type(exc).__name__, exc)
 
 
+def _worker_stopping() -> bool:
+    """Whether this process is a Celery worker asked to stop (SIGTERM, SIGINT, SIGQUIT): its loop then stops
+    waiting for messages at once instead of after the 2 s it asks ``drain_events`` to wait (issue 16: Ctrl-C
+    stops everything within 10 s)."""
+    from celery.worker import state
+
+    # As celery.worker.state.maybe_shutdown tests them: the exit code may be 0.
+    return any(flag is not None and flag is not False for flag in (state.should_stop, state.should_terminate))
+
+
 class FilesystemTransport(filesystem.Transport):
     """kombu's filesystem transport with an adaptive poll (transport options ``busy_polling_interval``,
     ``busy_window``)."""
@@ -156,7 +166,7 @@ class FilesystemTransport(filesystem.Transport):
                 get(self._deliver, timeout=timeout)
             except Empty:
                 now = monotonic()
-                if timeout is not None and now - started >= timeout:
+                if (timeout is not None and now - started >= timeout) or _worker_stopping():
                     raise TimeoutError() from None
                 interval = self.sleep_interval(now)
                 if interval is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 import environ
@@ -17,6 +18,28 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 if (BASE_DIR / ".env").is_file():
     environ.Env.read_env(BASE_DIR / ".env")
+
+
+def _use_the_running_instance(pointer: Path) -> None:
+    """``make run`` writes ``var/run.env`` while it runs (WORKSPACE_DIR, and DATABASE_URL/REDIS_URL when it was given
+    them). A ``manage.py`` command started in another terminal without WORKSPACE_DIR takes the values it lacks from
+    there, and says so on stderr, instead of creating a database of its own under var/ (issue 16: an API key created
+    that way was unknown to the running service). A file left by a run that was killed names a dead process and
+    is ignored."""
+    try:
+        values = dict(
+            line.split("=", 1) for line in pointer.read_text().splitlines() if "=" in line and not line.startswith("#")
+        )
+        os.kill(int(values.pop("REFLECTION_RUN_PID")), 0)
+    except (OSError, KeyError, ValueError):
+        return  # No run, or not a live one.
+    for name, value in values.items():
+        os.environ.setdefault(name, value)
+    sys.stderr.write(f"Using the data of the running `make run`: {os.environ.get('WORKSPACE_DIR')} ({pointer})\n")
+
+
+if "WORKSPACE_DIR" not in os.environ and Path(sys.argv[0]).name == "manage.py":
+    _use_the_running_instance(BASE_DIR / "var" / "run.env")
 
 # --- Workspace and data dir (seed: <workspaceDir>/.openclaw-reflection/) --------------------------
 # workspaceDir
