@@ -31,10 +31,9 @@ from django.utils import timezone
 
 from guardian_app.models import BehaviorCorrection
 from guardian_app.tasks import run_guardian
-from reflection_site import llm
+from reflection_site import llm, memory_files
 from sessions_app import heuristic_gate
 from sessions_app.models import (
-    FILE_FOR_DECISION,
     ConversationContext,
     ConversationTurn,
     Decision,
@@ -87,7 +86,7 @@ def memory_file_headings() -> str:
     from guardian_app import workspace  # Opens without following a link or waiting on a FIFO.
     from guardian_app.errors import GuardianError
 
-    for decision, name in FILE_FOR_DECISION.items():
+    for decision, name in memory_files.active().file_for_decision.items():  # The workspace profile's files.
         try:
             text = workspace.read_file(name)
         except (GuardianError, OSError) as exc:

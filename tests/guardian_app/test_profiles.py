@@ -383,3 +383,13 @@ def test_git_add_in_the_workspace_never_stages_the_data_dir(tmp_path):
     _start(home)
     _git(home, "add", ".")
     assert _git(home, "diff", "--cached", "--name-only").split() == ["MEMORY.md"]
+
+
+def test_the_gate_prompt_shows_the_headings_of_the_profiles_files(openclaw, workspace):
+    from sessions_app.gate import memory_file_headings
+
+    (workspace / "AGENTS.md").write_text(AGENTS_MD)
+    lines = memory_file_headings().splitlines()
+    assert "- AGENTS.md (UPDATE_TOOLS): # AGENTS.md - Your Workspace; ## Every Session; ## Tools; ## Safety" in lines
+    assert not any("TOOLS.md" in line.split(" ")[1] for line in lines)
+    assert not any("not readable" in line for line in lines)
