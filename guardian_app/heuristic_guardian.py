@@ -8,7 +8,8 @@ It answers what the LLM guardian answers, ``{action, reason, edits}``, by rules 
 3. replace the line a fact supersedes: a new value for an attribute the file already states (home, employer,
    diet, editor, manager, schedule…) or its negation ("no longer", "不再") (``guardian_app.supersede``);
 4. refuse a near-duplicate (word-set similarity ≥ ``GUARDIAN_NEAR_DUPLICATE_THRESHOLD``, or the fact's
-   words all contained in one line);
+   words all contained in one line) or a paraphrase (WordLlama similarity ≥ ``GUARDIAN_PARAPHRASE_THRESHOLD``
+   naming nothing new, ``guardian_app.similarity``);
 5. refuse a vague fact (fewer than two content words, a bare question, "something", "stuff" …) unless
    a correction says facts like it are written;
 6. otherwise append ``- fact`` under the section heading that fits it best (an existing heading sharing
@@ -389,6 +390,13 @@ def review_fact(
     if duplicate is not None:
         kind, line = duplicate
         return GuardianVerdict("refuse", f"{kind} of an existing line: {line[:200]}")
+    from guardian_app.similarity import find_paraphrase
+
+    paraphrased = find_paraphrase(text, _lines_of_content(content))
+    if paraphrased is not None:
+        return GuardianVerdict(
+            "refuse", f"a paraphrase of an existing line (WordLlama similarity): {paraphrased[:200]}"
+        )
     vague = vague_reason(text)
     if vague is not None and allowed_by is None:
         return GuardianVerdict("refuse", vague)

@@ -323,6 +323,9 @@ GUARDIAN_LOCK_TIMEOUT_S = env.float("GUARDIAN_LOCK_TIMEOUT_S", default=30)
 GUARDIAN_MAX_LLM_STEPS = env.int("GUARDIAN_MAX_LLM_STEPS", default=3)
 # The offline guardian's near-duplicate threshold (word-set similarity of a fact and an existing bullet).
 GUARDIAN_NEAR_DUPLICATE_THRESHOLD = env.float("GUARDIAN_NEAR_DUPLICATE_THRESHOLD", default=0.8)
+# The offline guardian's paraphrase threshold (WordLlama cosine, chosen on the dev split of
+# tests/fixtures/memory_eval/paraphrase_pairs.jsonl; QUALITY.md). Above 1 switches the semantic check off.
+GUARDIAN_PARAPHRASE_THRESHOLD = env.float("GUARDIAN_PARAPHRASE_THRESHOLD", default=0.886)
 GUARDIAN_MAX_FACT_CHARS = env.int("GUARDIAN_MAX_FACT_CHARS", default=2000)
 
 DATASET_COLLECTION_ENABLED = env.bool("DATASET_COLLECTION_ENABLED", default=True)  # datasetCollection.enabled
