@@ -31,7 +31,11 @@ class RecallParams(Schema):
 class ScorePartsOut(Schema):
     vector: float | None = Field(..., description="Cosine similarity in [0, 1]; null when keyword-only.")
     keyword: float = Field(..., description="Keyword score divided by the best keyword score of the query.")
-    decay: float = Field(..., description="2^(-age_days/half_life) × (1 + 0.1·ln(1 + hits)).")
+    decay: float = Field(
+        ...,
+        description="The bounded boost: (1 + 0.1·2^(-age_days/half_life)) × (1 + 0.1·ln(1 + hits)); durable files "
+        "count as age 0, and a time-scoped question has no recency part.",
+    )
 
 
 class RecallHitOut(Schema):
@@ -41,7 +45,12 @@ class RecallHitOut(Schema):
     entities: list[str]
     confidence: float | None
     content: str
-    source: str = Field(..., examples=["memory/2026-02-03.md#L12-L14"])
+    source: str = Field(
+        ...,
+        examples=["memory/2026-02-03.md#L12-L14", "channel:telegram:42#17"],
+        description="file#lines or session#turn",
+    )
+    origin: Literal["memory", "transcript"] = Field(..., description="A workspace file, or a stored conversation turn.")
     path: str
     start_line: int
     end_line: int
@@ -58,6 +67,11 @@ class RecallOut(Schema):
     terms: list[str]
     operator: Literal["AND", "OR"]
     filters: dict[str, Any]
+    time_scope: dict[str, Any] | None = Field(
+        None,
+        description="The window a time expression in the question asked about ({start, end, phrase}); its "
+        "daily logs and turns rank first.",
+    )
     took_ms: float
     results: list[RecallHitOut]
 

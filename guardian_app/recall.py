@@ -20,6 +20,8 @@ Relevance first, measured on public data (``guardian_app/recall_eval.py``, BENCH
    year old still beats a vaguer one from today. Durable facts (the five files, bank pages) count as current.
    The seed's age decay belongs to ``mem_items`` and opinions' confidence (``guardian_app.opinions``), not here.
 
+Conversations are a source too (seed 003's ``sessions``): ``guardian_app.index.index_sessions`` indexes stored
+turns as they arrive; their results have ``origin: "transcript"`` and ``<session id>#<turn>`` sources.
 Filters (``since``, ``until``, ``kind``, ``entity``, ``file``) apply before ranking, in the same query.
 """
 
@@ -36,6 +38,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,7 +48,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from guardian_app.chunking import MAX_TOKEN_CHARS, WORD, is_cjk
-from guardian_app.embeddings import EmbeddingConfig, EmbeddingError, current_config, embed_query, from_blob
+from guardian_app.embeddings import EmbeddingConfig, EmbeddingError, current_config, embed_query
 from guardian_app.index import index_generation
 from guardian_app.models import MemoryChunk, RecallKind
 from guardian_app.retain import entity_key
@@ -350,7 +353,7 @@ class Filters:
                 parts.append(f"{alias}.path = %s")
                 params.append(self.file)
         if self.dated:
-            parts.append(f"{alias}.path LIKE 'memory/%%'")
+            parts.append(f"({alias}.path LIKE 'memory/%%' OR {alias}.source = 'sessions')")
         return "".join(f" AND {p}" for p in parts), params
 
     def as_dict(self) -> dict[str, Any]:
@@ -453,10 +456,6 @@ class _Matrix:
     key: tuple
     ids: np.ndarray
     vectors: np.ndarray  # rows normalised to unit length
-    timestamps: np.ndarray  # epoch seconds
-    kinds: np.ndarray
-    paths: np.ndarray
-    entity_keys: np.ndarray
 
 
 _matrices: dict[str, _Matrix] = {}
@@ -464,91 +463,123 @@ _matrices_lock = threading.Lock()
 
 
 def _matrix(label: str) -> _Matrix | None:
-    """Every vector of the model, loaded once per index generation and process."""
+    """Every vector of the model, loaded once per index generation and process.
+
+    One raw query and one ``frombuffer`` over the joined blobs (100k × 256 dims loads in ~0.2 s); the
+    filters are applied per query as a set of allowed ids, so nothing else is held per chunk.
+    """
     key = (connection.alias, str(connection.settings_dict.get("NAME")), index_generation(), label)
     cached = _matrices.get(connection.alias)
     if cached is not None and cached.key == key:
         return cached
     with _matrices_lock:
-        rows = list(
-            MemoryChunk.objects.filter(model=label)
-            .exclude(embedding__isnull=True)
-            .values_list("id", "embedding", "timestamp", "kind", "path", "entity_keys")
-        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id, embedding FROM memory_index_chunks WHERE model = %s AND embedding IS NOT NULL", [label]
+            )
+            rows = cursor.fetchall()
         if not rows:
             _matrices.pop(connection.alias, None)
             return None
-        vectors = [from_blob(row[1]) for row in rows]
-        size = Counter(v.size for v in vectors).most_common(1)[0][0]  # Stray sizes: a model that changed dims.
-        keep = [i for i, v in enumerate(vectors) if v.size == size]
-        matrix = np.vstack([vectors[i] for i in keep]).astype(np.float32)
+        sizes = Counter(len(row[1]) for row in rows)
+        size = sizes.most_common(1)[0][0]  # Stray sizes: a model that changed dims.
+        if len(sizes) > 1:
+            rows = [row for row in rows if len(row[1]) == size]
+        matrix = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype=np.float32).reshape(len(rows), -1)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix /= np.where(norms == 0, 1, norms)
         loaded = _Matrix(
             key=key,
-            ids=np.array([rows[i][0] for i in keep], dtype=np.int64),
-            vectors=matrix,
-            timestamps=np.array([rows[i][2].timestamp() for i in keep], dtype=np.float64),
-            kinds=np.array([rows[i][3] or "" for i in keep], dtype=str),
-            paths=np.array([rows[i][4] for i in keep], dtype=str),
-            entity_keys=np.array([rows[i][5] or "" for i in keep], dtype=str),
+            ids=np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)),
+            vectors=matrix / np.where(norms == 0, 1, norms),
         )
         _matrices[connection.alias] = loaded
         return loaded
 
 
-def _mask(matrix: _Matrix, filters: Filters) -> np.ndarray | None:
-    """Which rows pass the filters; None when there are no filters."""
+def _allowed(matrix: _Matrix, filters: Filters) -> np.ndarray | None:
+    """Which rows pass the filters (read from the database with the keyword search's own SQL); None: all."""
     if not filters.as_dict():
         return None
-    mask = np.ones(matrix.ids.size, dtype=bool)
-    if filters.since is not None:
-        mask &= matrix.timestamps >= filters.since.timestamp()
-    if filters.until is not None:
-        mask &= matrix.timestamps < filters.until.timestamp()
-    if filters.kind:
-        mask &= matrix.kinds == filters.kind
-    if filters.entity:
-        mask &= np.char.find(matrix.entity_keys, f"|{entity_key(filters.entity)}|") >= 0
-    if filters.file:
-        if filters.file.endswith("/"):
-            mask &= np.char.startswith(matrix.paths, filters.file)
-        else:
-            mask &= matrix.paths == filters.file
-    if filters.dated:
-        mask &= np.char.startswith(matrix.paths, "memory/")
-    return mask
+    where, params = filters.sql("c")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT c.id FROM memory_index_chunks c WHERE 1 = 1{where}", params)
+        allowed = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
+    return np.isin(matrix.ids, allowed)
+
+
+# sqlite-vec: this Python's sqlite3 module cannot load extensions (pyenv builds it without), so the extension
+# is loaded into a second, read-only connection to the same database file opened with pysqlite3 (its own
+# SQLite build, with extension loading). It reads what the index committed, which is all recall needs.
+_vec = threading.local()
+_vec_state: dict[str, Any] = {}
+
+
+def _vec_connect(uri: str) -> Any:  # pysqlite3.dbapi2.Connection
+    import pysqlite3.dbapi2 as vec_sqlite
+    import sqlite_vec
+
+    conn = vec_sqlite.connect(uri, uri=True, check_same_thread=False)
+    conn.enable_load_extension(True)
+    try:
+        sqlite_vec.load(conn)
+    finally:
+        conn.enable_load_extension(False)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    return conn
 
 
 def sqlite_vec_available() -> bool:
-    """Whether sqlite-vec is loaded into this SQLite connection (tried once per connection)."""
-    if connection.vendor != "sqlite":
-        return False
-    connection.ensure_connection()
-    raw = connection.connection
-    state = getattr(connection, "_recall_sqlite_vec", None)
-    if state is not None and state[0] == id(raw):
-        return state[1]
-    loaded = False
-    try:
-        import sqlite_vec
-
-        raw.enable_load_extension(True)
+    """Whether sqlite-vec loads (into a pysqlite3 connection); tried once per process, a failure logged once."""
+    if "ok" not in _vec_state:
         try:
-            sqlite_vec.load(raw)
-            loaded = True
-        finally:
-            raw.enable_load_extension(False)
-    except Exception as exc:  # noqa: BLE001 - no extension loading in this Python, or no binary: the fallback.
-        logger.info("sqlite-vec is not available (%s); vectors are compared with NumPy", exc)
-    connection._recall_sqlite_vec = (id(raw), loaded)
-    return loaded
+            version = _vec_connect("file::memory:").execute("SELECT vec_version()").fetchone()[0]
+            _vec_state["ok"], _vec_state["version"] = True, version
+        except Exception as exc:  # noqa: BLE001 - no pysqlite3 wheel or no extension binary here: NumPy instead.
+            logger.warning("sqlite-vec is not available (%s); vectors are compared with NumPy", exc)
+            _vec_state["ok"] = False
+    return _vec_state["ok"]
 
 
-def _use_sqlite_vec(label: str) -> bool:
-    if connection.vendor != "sqlite" or not sqlite_vec_available():
-        return False
-    return MemoryChunk.objects.filter(model=label).count() > settings.RECALL_BRUTE_FORCE_MAX_CHUNKS
+def _vec_connection() -> Any | None:
+    """This thread's sqlite-vec connection to the Django database's file, or None (in-memory or no extension)."""
+    name = str(connection.settings_dict.get("NAME") or "")
+    if connection.vendor != "sqlite" or not name or ":memory:" in name or "mode=memory" in name:
+        return None
+    if not sqlite_vec_available():
+        return None
+    conns: dict[str, Any] = getattr(_vec, "conns", None) or {}
+    _vec.conns = conns
+    if name not in conns:
+        conns[name] = _vec_connect(Path(name).resolve().as_uri() + "?mode=ro")
+    return conns[name]
+
+
+def sqlite_vec_search(conn: Any, query: np.ndarray, label: str, filters: Filters, limit: int) -> dict[int, float]:
+    """``{chunk id: cosine}`` by sqlite-vec's ``vec_distance_cosine`` over ``memory_index_chunks`` on ``conn``."""
+    where, params = filters.sql("c")
+    where = where.replace("%s", "?").replace("%%", "%")
+    blob = np.asarray(query, dtype=np.float32).tobytes()
+    rows = conn.execute(
+        "SELECT c.id, 1 - vec_distance_cosine(c.embedding, ?) AS similarity FROM memory_index_chunks c "
+        f"WHERE c.model = ? AND c.embedding IS NOT NULL AND length(c.embedding) = ?{where} "
+        "ORDER BY similarity DESC LIMIT ?",
+        [blob, label, len(blob), *params, limit],
+    ).fetchall()
+    return {int(i): float(sim) for i, sim in rows}
+
+
+_vector_counts: dict[tuple, int] = {}
+
+
+def _use_sqlite_vec(label: str) -> Any | None:
+    """The sqlite-vec connection when the index holds more vectors than NumPy should keep per process."""
+    key = (str(connection.settings_dict.get("NAME")), index_generation(), label)
+    if key not in _vector_counts:
+        _vector_counts.clear()
+        _vector_counts[key] = MemoryChunk.objects.filter(model=label).count()
+    if _vector_counts[key] <= settings.RECALL_BRUTE_FORCE_MAX_CHUNKS:
+        return None
+    return _vec_connection()
 
 
 def vector_search(query_vector: np.ndarray, label: str, filters: Filters, limit: int) -> dict[int, float]:
@@ -558,24 +589,17 @@ def vector_search(query_vector: np.ndarray, label: str, filters: Filters, limit:
     if not norm:
         return {}
     query = query / norm
-    if _use_sqlite_vec(label):
-        where, params = filters.sql("c")
-        blob = query.tobytes()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT c.id, 1 - vec_distance_cosine(c.embedding, %s) FROM memory_index_chunks c "
-                f"WHERE c.model = %s AND c.embedding IS NOT NULL{where} "
-                "ORDER BY vec_distance_cosine(c.embedding, %s) LIMIT %s",
-                [blob, label, *params, blob, limit],
-            )
-            return {int(i): float(s) for i, s in cursor.fetchall()}
+    if connection.vendor == "sqlite":
+        vec = _use_sqlite_vec(label)
+        if vec is not None:
+            return sqlite_vec_search(vec, query, label, filters, limit)
     matrix = _matrix(label)
     if matrix is None or matrix.vectors.shape[1] != query.size:
         return {}
     # einsum, not BLAS: a matrix-vector product gains nothing from BLAS threads, whose spinning starves the
     # database server and the other requests on a small machine (2-3x slower under load, measured).
     scores = np.einsum("ij,j->i", matrix.vectors, query)
-    mask = _mask(matrix, filters)
+    mask = _allowed(matrix, filters)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
         count = min(limit, int(mask.sum()))
@@ -624,8 +648,11 @@ def merge_scores(
 
 
 def is_durable(path: str) -> bool:
-    """The five files and bank pages hold facts that stay true until edited: they never age in ranking."""
-    return not path.startswith("memory/")
+    """The five files and bank pages hold facts that stay true until edited: they never age in ranking.
+
+    Daily logs (``memory/``) and conversations (``sessions/``) are dated and do.
+    """
+    return not path.startswith(("memory/", "sessions/"))
 
 
 def boost_factor(
@@ -662,7 +689,15 @@ class RecallResult:
     hits: int
 
     @property
+    def origin(self) -> str:
+        """``memory`` (a workspace file) or ``transcript`` (a stored conversation turn)."""
+        return "transcript" if self.path.startswith("sessions/") else "memory"
+
+    @property
     def source(self) -> str:
+        """``USER.md#L4``, ``memory/2026-02-03.md#L6-L9``, or ``<session id>#<turn number>`` for a transcript."""
+        if self.path.startswith("sessions/"):
+            return f"{self.path.removeprefix('sessions/')}#{self.start_line}"
         if self.start_line == self.end_line:
             return f"{self.path}#L{self.start_line}"
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
@@ -680,6 +715,7 @@ class RecallResult:
             "confidence": self.confidence,
             "content": self.content,
             "source": self.source,
+            "origin": self.origin,
             "heading": self.heading,
             "score": round(self.score, 6),
             "score_parts": {k: (round(v, 6) if v is not None else None) for k, v in self.score_parts.items()},
@@ -699,6 +735,10 @@ class RecallAnswer:
     took_ms: float = 0.0
     scope: TimeScope | None = None
 
+    @property
+    def time_scope(self) -> dict[str, Any] | None:
+        return self.scope.as_dict() if self.scope else None
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "query": self.query,
@@ -706,7 +746,7 @@ class RecallAnswer:
             "note": self.note,
             "terms": self.terms,
             "operator": self.operator,
-            "time_scope": self.scope.as_dict() if self.scope else None,
+            "time_scope": self.time_scope,
             "filters": {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in self.filters.items()},
             "took_ms": round(self.took_ms, 2),
             "results": [r.as_dict() for r in self.results],

@@ -236,3 +236,57 @@ def test_an_empty_index_and_an_empty_query_answer_nothing(db):
     assert recall("anything", mode="keyword").results == []
     answer = recall("?!", mode="keyword")
     assert answer.results == [] and answer.terms == []
+
+
+# --- Conversations as a source (seed 003's "sessions") -------------------------------------------------------------
+def _turn(session_id: str, number: int, user: str, agent: str = "Noted.", **kw: object) -> None:
+    from sessions_app.models import ConversationSession, ConversationTurn
+
+    session, _ = ConversationSession.objects.get_or_create(id=session_id, defaults={"channel_id": "telegram"})
+    ConversationTurn.objects.create(
+        session=session,
+        turn_number=number,
+        user_from="Mara",
+        user_message_content=user,
+        agent_message_content=agent,
+        **kw,
+    )
+
+
+def test_stored_turns_are_recalled_with_their_session_and_turn(recall_notes):
+    _turn("telegram:mara", 1, "Hi there")
+    _turn("telegram:mara", 2, "I parked the camper van at the Askim marina, berth 14.")
+    report = index_workspace()
+    assert report.chunks_added == 2
+    answer = recall("where is the camper van parked?", now=timezone.now())
+    top = answer.results[0]
+    assert top.origin == "transcript" and top.source == "telegram:mara#2"
+    assert top.as_dict()["origin"] == "transcript" and "Mara: I parked the camper van" in top.content
+    assert top.heading.startswith("Mara and agent, ")
+    files = recall("staging", mode="keyword", now=NOW).results
+    assert files and all(r.origin == "memory" for r in files)
+
+
+def test_turns_are_indexed_as_a_delta_and_vanish_with_their_session(recall_notes):
+    from guardian_app.index import SESSIONS_META_KEY, read_meta, write_meta
+    from guardian_app.models import MemoryChunk
+    from sessions_app.models import ConversationSession
+
+    _turn("telegram:mara", 1, "The kayak needs a new paddle.")
+    index_workspace()
+    assert index_workspace().chunks_added == 0  # Nothing new: no chunk twice.
+    _turn("telegram:mara", 2, "Ordered the paddle from Naturkompaniet.")
+    assert index_workspace().chunks_added == 1
+    assert MemoryChunk.objects.filter(source="sessions").count() == 2
+    ConversationSession.objects.filter(id="telegram:mara").delete()  # Retention.
+    write_meta(SESSIONS_META_KEY, {**read_meta(SESSIONS_META_KEY), "prunedAt": "2000-01-01T00:00:00+00:00"})
+    assert index_workspace().chunks_removed == 2
+    assert not recall("paddle", mode="keyword", now=NOW).results
+
+
+def test_a_turn_committed_late_with_an_earlier_time_is_still_indexed(recall_notes):
+    _turn("telegram:mara", 1, "First message about the sauna.")
+    index_workspace()
+    _turn("telegram:mara", 2, "The sauna heater is a Harvia.", created_at=timezone.now() - dt.timedelta(minutes=2))
+    assert index_workspace().chunks_added == 1
+    assert recall("Harvia sauna heater", mode="keyword", now=NOW).results[0].source == "telegram:mara#2"
