@@ -14,7 +14,8 @@ The four sample types and the seed's criteria (``datasetCollection.*``, all in s
   correction or rollback that comes later amends the sample (``amend_guardian_samples``), and a person's
   approval of it is then asked for again. Audits without a session (learning, reflect) are not samples.
 * ``annotated_turn``: a turn with a behaviour correction or user feedback, with both stages' inputs,
-  outputs and labels (``correct``/``incorrect``/``corrected``).
+  outputs and labels (``correct``/``incorrect``/``corrected``; ``missed``, label ``missed_write``, for a
+  thumbs-down on a NO_WRITE: a memory the gate missed).
 
 The latest behaviour correction on any of a decision's audits decides its label; then a rollback within
 the window; then the guardian's refusal; then a write that stood.
@@ -121,6 +122,10 @@ class CollectionResult:
 
 
 # --- What happened to a decision or an audit -------------------------------------------------------
+
+
+# The label of a NO_WRITE the user objected to: something should have been written (issue 21).
+MISSED_WRITE = "missed_write"
 
 
 @dataclass(frozen=True)
@@ -545,12 +550,22 @@ def draft_annotated_turn(turn: ConversationTurn, *, now: dt.datetime) -> tuple[D
     if not events and correction is None:
         return None, "no_annotation"
     truth = judge_decision(decision, now=now) if decision.decision != Decision.NO_WRITE else None
+    if decision.decision == Decision.NO_WRITE and objection:
+        # A thumbs-down on NO_WRITE ("you should have remembered that", the seed's userLaterRequestedSimilar):
+        # the gate missed a memory. The right file is not known, so the label says what is: a missed write.
+        why = next((e.get("reason") for e in reversed(events) if e.get("feedback") == "down" and e.get("reason")), "")
+        truth = GateTruth(
+            MISSED_WRITE, None, Evidence.FEEDBACK, why or "the user objected to NO_WRITE", False, "missed_memory"
+        )
     if truth is None:
         truth = GateTruth(
             decision.decision, decision.candidate_fact, Evidence.FEEDBACK, decision.reason, False, "annotated_feedback"
         )
     fact_changed = (truth.fact or "") != (decision.candidate_fact or "")
-    if truth.decision != decision.decision or (truth.evidence == Evidence.CORRECTION and fact_changed):
+    if truth.decision == MISSED_WRITE:
+        gate_label = "missed"
+        corrected_output = {"decision": MISSED_WRITE, "reason": truth.reason, "candidateFact": None}
+    elif truth.decision != decision.decision or (truth.evidence == Evidence.CORRECTION and fact_changed):
         gate_label = "corrected" if truth.evidence == Evidence.CORRECTION else "incorrect"
         corrected_output = {"decision": truth.decision, "reason": truth.reason, "candidateFact": truth.fact}
     else:
