@@ -308,7 +308,7 @@ def read_sessions_index(
                 tables = _tables(db)
                 for table in ("session_windows", "session_transcript_archives"):
                     if table in tables:
-                        for session_id, key in db.execute(f"SELECT session_id, session_key FROM {table}"):  # noqa: S608
+                        for session_id, key in db.execute(f"SELECT session_id, session_key FROM {table}"):
                             by_id.setdefault(session_id, (key, {}))
         except sqlite3.Error as exc:
             problems.append((f"{label}/../agent/{STORE_NAME}", str(exc)))
@@ -835,6 +835,7 @@ def import_sessions(
                 _import_unit(root, file, report, indexes, dry_run=True)
                 if progress:
                     progress(done, len(files), _label(root, file))
+        _found_something(report, files)
         return report
 
     # An upward hand-off, as the gate's: resumable jobs keep their checkpoints in guardian_app.
@@ -870,7 +871,20 @@ def import_sessions(
         checkpoints.release(checkpoint, error=repr(exc))
         raise
     checkpoints.finish(checkpoint, state={"report": _counts(report)})
+    _found_something(report, files)
     return report
+
+
+def _found_something(report: ImportReport, files: list[Path]) -> None:
+    """Sources that hold no conversation at all are "nothing found" too, and say which they were."""
+    if report.sessions or report.turns_created or report.turns_existing or report.turns_failed:
+        return
+    unreadable = "; ".join(f"{name}: {why}" for name, why in report.malformed[:5])
+    raise NothingToImport(
+        f"Found no OpenClaw conversation in {', '.join(str(f) for f in files)}"
+        + (f" (unreadable: {unreadable})" if unreadable else ""),
+        details={"looked_in": [str(f) for f in files], "unreadable": [list(m) for m in report.malformed]},
+    )
 
 
 def resume_checkpoint(checkpoint: Any) -> ImportReport | None:

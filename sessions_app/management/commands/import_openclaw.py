@@ -1,4 +1,4 @@
-"""``python manage.py import_openclaw PATH``: backfill Reflection from an OpenClaw ``sessions/`` folder."""
+"""``python manage.py import_openclaw PATH``: backfill Reflection from what OpenClaw has stored."""
 
 from __future__ import annotations
 
@@ -8,20 +8,25 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from sessions_app.openclaw_import import import_sessions
+from sessions_app.openclaw_import import NothingToImport, import_sessions
 
 
 class Command(BaseCommand):
     help = (
-        "Import OpenClaw transcripts: PATH is a sessions/ folder (registry.json5, chats/*.json5, groups/*.json5) "
-        "or the OpenClaw home that holds it. Each transcript becomes a session, each user message and the reply "
-        "that follows a turn with its context window, through the same code path as the ingest API. Running it "
-        "again imports nothing twice. A file that does not parse is reported by name and skipped. Imported turns "
-        "skip the memory gate unless --gate."
+        "Import OpenClaw's sessions: PATH is the OpenClaw home (~/.openclaw), one agent's folder, its "
+        "openclaw-agent.sqlite store or a legacy sessions/ folder. Reads each agent's SQLite store "
+        "(agents/<id>/agent/openclaw-agent.sqlite, read-only, zstd rows decoded) and legacy sessions.json + "
+        "<sessionId>.jsonl files and .jsonl.zst archives. Each session key becomes one session, each user "
+        "message and what follows it a turn with its context window, through the same code path as the ingest "
+        "API, with the ids the OpenClaw plugin uses: running it again, or after the plugin fed the same turns, "
+        "imports nothing twice. A source that cannot be read is reported by name and skipped; finding nothing "
+        "at all is an error naming where it looked. Imported turns skip the memory gate unless --gate."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", type=Path, help="The sessions/ folder (or the OpenClaw home).")
+        parser.add_argument(
+            "path", type=Path, nargs="?", default=Path("~/.openclaw"), help="Where OpenClaw keeps its state."
+        )
         parser.add_argument("--dry-run", action="store_true", help="Parse and count; store nothing.")
         parser.add_argument("--gate", action="store_true", help="Send the imported turns through the memory gate.")
         parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
@@ -35,7 +40,7 @@ class Command(BaseCommand):
         def progress(done: int, total: int, name: str) -> None:
             nonlocal bar
             if bar is None:
-                bar = tqdm(total=total, unit="file", desc="importing", file=self.stderr._out, leave=False)
+                bar = tqdm(total=total, unit="source", desc="importing", file=self.stderr._out, leave=False)
             bar.set_postfix_str(name, refresh=False)
             bar.update(1)
 
@@ -46,13 +51,13 @@ class Command(BaseCommand):
                 gate=options["gate"],
                 progress=None if options["no_progress"] else progress,
             )
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, NothingToImport) as exc:
             raise CommandError(str(exc)) from exc
         finally:
             if bar is not None:
                 bar.close()
         for name, why in report.malformed:
-            self.stderr.write(self.style.WARNING(f"Skipped malformed file {name}: {why}"))
+            self.stderr.write(self.style.WARNING(f"Skipped unreadable {name}: {why}"))
         for refused in report.turns_failed:
             self.stderr.write(self.style.WARNING(f"Refused {refused}"))
         if options["json"]:
