@@ -20,6 +20,7 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
+from django.templatetags.static import static
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
@@ -53,30 +54,8 @@ def file_choices_or_same() -> list[tuple[str, str]]:
     return [("", "(same file)"), *file_choices()]
 
 
-DIFF_STYLE = mark_safe(
-    """<style>
-  .gdiff { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; line-height: 1.45;
-           border: 1px solid var(--hairline-color); border-radius: 4px; padding: 6px 0; overflow-x: auto;
-           background: var(--body-bg); margin: 0; white-space: pre; }
-  .gdiff span { display: block; padding: 0 10px; }
-  .gdiff .add { background: #e6ffec; color: #1a7f37; }
-  .gdiff .del { background: #ffebe9; color: #cf222e; }
-  .gdiff .hunk { background: #ddf4ff; color: #0969da; }
-  .gdiff .meta { color: #6e7781; font-weight: bold; }
-  @media (prefers-color-scheme: dark) {
-    .gdiff .add { background: #12261e; color: #7ee787; } .gdiff .del { background: #25171c; color: #ffa198; }
-    .gdiff .hunk { background: #0c2d6b; color: #79c0ff; }
-  }
-  .gbadge { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 11px; color: #fff; }
-  .gbadge.written { background: #1a7f37; } .gbadge.refused { background: #9a6700; } .gbadge.failed { background: #cf222e; }
-  .gbadge.skipped { background: #6e7781; } .gbadge.rolled_back { background: #8250df; }
-  .gbadge.write { background: #1a7f37; } .gbadge.rollback { background: #8250df; } .gbadge.hand_edit { background: #bc4c00; } .gbadge.agent_edit { background: #0969da; }
-  .gbadge.initial { background: #6e7781; }
-  table.diff { font-family: ui-monospace, monospace; font-size: 12px; } .diff_add { background: #e6ffec; }
-  .diff_chg { background: #fff8c5; } .diff_sub { background: #ffebe9; }
-  pre.gsnap { max-height: 400px; overflow: auto; border: 1px solid var(--hairline-color); padding: 8px; white-space: pre-wrap; }
-</style>"""
-)
+# A stylesheet, not an inline <style>: the Content-Security-Policy allows the admin's own files only.
+DIFF_STYLE = format_html('<link rel="stylesheet" href="{}">', static("guardian_app/diff.css"))
 
 
 def diff_html(diff: str | None) -> SafeString:
@@ -677,7 +656,7 @@ class BehaviorCorrectionAdmin(BigTableMixin, admin.ModelAdmin):
         "original_status",
         "corrected_status",
         "audit_link",
-        "correction_pattern",
+        "pattern_col",
         "apply_to_future",
         "active",
         "corrected_by",
@@ -693,6 +672,18 @@ class BehaviorCorrectionAdmin(BigTableMixin, admin.ModelAdmin):
     def audit_link(self, obj: BehaviorCorrection) -> SafeString:
         url = reverse("admin:guardian_app_writeguardianaudit_change", args=[obj.audit_id])
         return format_html('<a href="{}">{}</a>', url, obj.audit_id)
+
+    @admin.display(description="correction pattern", ordering="correction_pattern")
+    def pattern_col(self, obj: BehaviorCorrection) -> SafeString | str:
+        """The pattern, and why it is disabled when RE2 refuses it (stored before patterns were checked)."""
+        from sessions_app.heuristic_gate import correction_pattern_problem
+
+        if not obj.correction_pattern:
+            return "-"
+        problem = correction_pattern_problem(obj.correction_pattern)
+        if problem is None:
+            return obj.correction_pattern
+        return format_html('{} <strong style="color:#ba2121">disabled: {}</strong>', obj.correction_pattern, problem)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         if obj is None:

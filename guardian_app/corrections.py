@@ -12,9 +12,10 @@ import re
 from django.db import transaction
 
 from guardian_app import workspace
-from guardian_app.errors import InvalidCorrection
+from guardian_app.errors import InvalidCorrection, UnknownFile
 from guardian_app.heuristic_guardian import fold
 from guardian_app.models import BehaviorCorrection, Rollback, WriteGuardianAudit
+from sessions_app.heuristic_gate import correction_pattern_problem
 
 CORRECTED_STATUSES = ("written", "refused")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
@@ -46,6 +47,21 @@ def derive_pattern(text: str, *, max_words: int = 3) -> str:
     return " ".join(w for w in words if w in chosen)
 
 
+def _target_file(target_file: str) -> str:
+    """The memory file a correction names; InvalidCorrection (422) for a bank page or an unknown name."""
+    try:
+        name = workspace.canonical_name(target_file)
+    except UnknownFile as exc:
+        raise InvalidCorrection(exc.message, details={"field": "target_file"}) from exc
+    if name.startswith("bank/"):
+        raise InvalidCorrection(
+            f"target_file {name!r} is one of reflect's bank pages, which are written from reflect's own facts; "
+            "a correction names a memory file.",
+            details={"field": "target_file"},
+        )
+    return name
+
+
 def correct_audit(
     audit: WriteGuardianAudit,
     *,
@@ -59,8 +75,9 @@ def correct_audit(
 ) -> BehaviorCorrection:
     """Record the right outcome for ``audit``; with ``apply_to_future`` its pattern steers later runs.
 
-    Raises InvalidCorrection (a status other than written/refused, no reason, no pattern derivable)
-    and UnknownFile for a file outside the five.
+    Raises InvalidCorrection (422): a status other than written/refused, no reason, no pattern derivable,
+    a pattern that can never match or that RE2 refuses (``/(?=x)/``), a target file that is not a memory
+    file (a bank page is reflect's, written from its own facts, and the database refuses it as a target).
     """
     status = (status or "").strip().lower()
     if status not in CORRECTED_STATUSES:
@@ -71,13 +88,18 @@ def correct_audit(
     corrected_by = (corrected_by or "").strip()
     if not corrected_by:
         raise InvalidCorrection("Say who made the correction (corrected_by).")
-    name = workspace.canonical_name(target_file) if target_file else None
+    name = _target_file(target_file) if target_file else None
     fact = (candidate_fact or "").strip() or None
     pattern = (pattern or "").strip() or None
     if apply_to_future and pattern is None:
         pattern = derive_pattern(audit.candidate_fact) or derive_pattern(fact or "") or None
         if pattern is None:
             raise InvalidCorrection("No pattern can be derived from this fact; give correction_pattern.")
+    problem = correction_pattern_problem(pattern) if pattern is not None else None
+    if problem is not None:
+        raise InvalidCorrection(
+            f"correction_pattern cannot be used: {problem}.", details={"field": "correction_pattern"}
+        )
     original_status = audit.status
     if original_status == WriteGuardianAudit.Status.ROLLED_BACK:
         rollback = Rollback.objects.filter(audit=audit).first()
