@@ -80,6 +80,17 @@ def install(cache: Path = CACHE, version: str = OPENCLAW_VERSION) -> Path:
     return cli_path(cache)
 
 
+def require_cli() -> Path:
+    """The CLI for a test: installed when missing under REQUIRE_SERVICES=1 (CI); a skip elsewhere."""
+    if installed_version() != OPENCLAW_VERSION:
+        if os.environ.get("REQUIRE_SERVICES") != "1":
+            import pytest
+
+            pytest.skip("openclaw is not installed (make openclaw); REQUIRE_SERVICES=1 installs it")
+        install()
+    return cli_path()
+
+
 class OpenClaw:
     """One OpenClaw installation's state: HOME is ``home``, so everything it writes is under ``home/.openclaw``."""
 

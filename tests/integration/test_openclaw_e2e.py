@@ -12,7 +12,6 @@ REQUIRE_SERVICES=1 it installs it.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
@@ -35,11 +34,7 @@ QUESTION = "What should I drink this afternoon?"
 
 @pytest.fixture(scope="session")
 def openclaw_cli() -> Path:
-    if openclaw_harness.installed_version() != openclaw_harness.OPENCLAW_VERSION:
-        if os.environ.get("REQUIRE_SERVICES") != "1":
-            pytest.skip("openclaw is not installed (make openclaw); REQUIRE_SERVICES=1 installs it")
-        openclaw_harness.install()
-    return openclaw_harness.cli_path()
+    return openclaw_harness.require_cli()
 
 
 @pytest.fixture
