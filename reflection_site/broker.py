@@ -142,6 +142,9 @@ class FilesystemTransport(filesystem.Transport):
     Channel = FilesystemChannel
     default_busy_polling_interval = 0.002
     default_busy_window = 1.0
+    # There is no host: kombu's default of "localhost" made every connection log "No hostname was supplied" (a
+    # WARNING in each manage.py command that sends a task, issue 16).
+    default_connection_params = {"port": None, "hostname": None}
 
     def __init__(self, client: Any, **kwargs: Any) -> None:
         super().__init__(client, **kwargs)

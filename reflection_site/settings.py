@@ -478,7 +478,8 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIN
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 
-LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+# INFO for the web server and the worker; a manage.py command prints only its own output and warnings (issue 16).
+LOG_LEVEL = env.str("LOG_LEVEL", default="WARNING" if Path(sys.argv[0]).name == "manage.py" else "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

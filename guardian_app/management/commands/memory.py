@@ -58,9 +58,11 @@ class Command(BaseCommand):
         def progress(done: int, total: int, path: str) -> None:
             nonlocal bar
             if bar is None:
-                bar = tqdm(total=total, unit="file", desc="indexing", file=self.stderr._out, leave=False)
+                # disable=None: no bar when stderr is not a terminal (a log, a pipe), where it was left as text.
+                bar = tqdm(total=total, unit="file", desc="indexing", file=self.stderr._out, leave=False, disable=None)
             bar.set_postfix_str(path, refresh=False)
             bar.update(1)
+            bar.refresh()  # tqdm draws at most every 0.1 s: a fast file left the bar at 0 % while the rest ran.
 
         try:
             report = index_workspace(rebuild=options["rebuild"], progress=None if options["no_progress"] else progress)
@@ -148,9 +150,10 @@ class Command(BaseCommand):
             if state["bar"] is None or state["bar"].total != total:
                 if state["bar"] is not None:
                     state["bar"].close()
-                state["bar"] = tqdm(total=total, desc=desc, file=self.stderr._out, leave=False)
+                state["bar"] = tqdm(total=total, desc=desc, file=self.stderr._out, leave=False, disable=None)
             state["bar"].set_postfix_str(label[:40], refresh=False)
-            state["bar"].n = done
+            # update(), not n = done: tqdm then knows the rate (it printed 131072.00it/s after a jump of n).
+            state["bar"].update(done - state["bar"].n)
             state["bar"].refresh()
 
         def close() -> None:
