@@ -41,7 +41,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from guardian_app import heuristic_guardian, workspace
+from guardian_app import attribution, heuristic_guardian, workspace
 from guardian_app.diffs import diff_and_stats, diff_stats, unified_diff
 from guardian_app.errors import GuardianError, InvalidEdits, NotRetryable, UnsafeFile
 from guardian_app.heuristic_guardian import GuardianCorrection, instruction_like, one_line
@@ -346,8 +346,9 @@ def _outcome_from_reply(
     return Outcome(Status.WRITTEN, reply["reason"] or "written", new_content=new_content, edits=reply["edits"], **meta)
 
 
-def precheck(fact: str, *, review_held: bool = False) -> Outcome | None:
-    """The checks that need no model (run before the LLM sees the fact)."""
+def precheck(fact: str, *, review_held: bool = False, hold_reason: str | None = None) -> Outcome | None:
+    """The checks that need no model (run before the LLM sees the fact). ``hold_reason``: the caller already
+    knows the fact must be held (a rule for the agent from someone who is not the workspace's owner)."""
     from reflection_site.privacy import contains_secret
 
     text = one_line(fact)
@@ -362,6 +363,8 @@ def precheck(fact: str, *, review_held: bool = False) -> Outcome | None:
             Status.REFUSED, "the fact carries a secret (a key, token or password); secrets are never written"
         )
     if not review_held:
+        if hold_reason is not None:
+            return Outcome(Status.SKIPPED, f"held for review: {hold_reason}", held_for_review=True)
         why = instruction_like(fact)
         if why is not None:
             return Outcome(
@@ -503,6 +506,7 @@ def guard_write(
     retry_of: WriteGuardianAudit | None = None,
     requested_by: str = "system",
     review_held: bool = False,
+    hold_reason: str | None = None,
     raise_transient: bool = True,
     compose: Callable[[str | None], dict[str, Any]] | None = None,
 ) -> WriteGuardianAudit:
@@ -547,7 +551,7 @@ def guard_write(
         with workspace.file_lock(name):
             return _store(nothing, Outcome(Status.FAILED, f"nothing was written: {unsafe.message}"), fresh(), lookup)
 
-    early = precheck(fact, review_held=review_held)
+    early = precheck(fact, review_held=review_held, hold_reason=hold_reason)
     llm = _llm() if early is None and compose is None else None
     if early is not None or llm is None:
         with workspace.file_lock(name):
@@ -641,8 +645,14 @@ def write_fact(decision: MemoryGateDecision) -> WriteGuardianAudit:
     target = memory_files.active().file_for_decision.get(decision.decision)
     if target is None:
         raise GuardianError(f"decision {decision.id} is {decision.decision}: nothing to write", code="nothing_to_write")
+    # Whose fact it is: another person's fact is written with them named, their rules for the agent held.
+    routed = attribution.route(decision, target, decision.candidate_fact or "")
     return guard_write(
-        target_file=target, candidate_fact=decision.candidate_fact or "", source="gate", decision=decision
+        target_file=routed.target_file,
+        candidate_fact=routed.fact,
+        source="gate",
+        decision=decision,
+        hold_reason=routed.hold_reason,
     )
 
 

@@ -193,8 +193,28 @@ _K_NORMAL = {
 _POSSESSIONS_NOT_KEYED = frozenset({"favourite food", "favorite food", "hobby", "hobbies", "friend", "friends"})
 
 
+# A fact about a named person ("Marta lives in Madrid.", "Marta's manager is Tom.", "Marta住在马德里。"): the
+# name qualifies the key, so one person's new home never replaces another's. A first word that itself looks
+# like a verb ("Keeps", "Marcus") is not taken for a name.
+_NAMED = re.compile(
+    r"^(?!(?:Now|Also|Still|Recently|Usually|Always|Never|No|Often|Just|Then|Today|Currently|Finally|Only|Rarely|"
+    r"Sometimes|Nowadays|Mostly|Generally|Really|Actually|Once|Every|Each|Both|All|Most|Some|This|That|These|"
+    r"Those|There|Here|When|While|Before|After|Since|Because|If|The|A|An|Her|His|Their|Our|Your|My|Its)\b)"
+    r"(?P<n>[A-Z][a-z-]+(?<![sd])(?: [A-Z][a-z-]+)?)(?:'s\s|\s+(?=[a-z]{2,}(?:s|ed)\b|is\b|has\b|was\b|no longer\b|now\b)|"
+    r"(?=[\u4e00-\u9fff]))"
+)
+
+
 def attribute(fact: str) -> Attribute | None:
     """The attribute a fact states, or None for a fact that has no single current value."""
+    named = _NAMED.match(_line_text(fact))
+    found = _attribute("my " + _line_text(fact)[named.end() :] if named and named.group(0).endswith("'s ") else fact)
+    if found is None or named is None:
+        return found
+    return Attribute(f"{named.group('n').casefold()}:{found.key}", found.value, found.negated)
+
+
+def _attribute(fact: str) -> Attribute | None:
     text = _line_text(_fold(fact))
     stripped = _SUBJECT.sub("", text, count=1)
     negated = bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))

@@ -44,6 +44,9 @@ if "WORKSPACE_DIR" not in os.environ and Path(sys.argv[0]).name == "manage.py":
 # --- Workspace and data dir (seed: <workspaceDir>/.openclaw-reflection/) --------------------------
 # workspaceDir
 WORKSPACE_DIR = Path(env.str("WORKSPACE_DIR", default=str(BASE_DIR / "var" / "workspace"))).resolve()
+# The owner's sender ids (user_message.from, or <channel_id>:<from>), comma-separated: the person USER.md
+# describes. Empty: the first sender seen, stored and changeable in the admin (issue 21).
+WORKSPACE_OWNER_IDS = env.list("WORKSPACE_OWNER_IDS", default=[])
 # storage.sqlite.dbPath lives here, beside exports/.
 DATA_DIR = WORKSPACE_DIR / ".openclaw-reflection"
 DATA_DIR.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ from sessions_app.models import (
     Decision,
     GateStatus,
     MemoryGateDecision,
+    WorkspaceOwner,
 )
 from sessions_app.queries import latency_by_decision
 from sessions_app.stats import daily_stats
@@ -325,3 +326,30 @@ class MemoryGateDecisionAdmin(ReadOnlyAdmin):
             **(extra_context or {}),
         }
         return super().changelist_view(request, extra_context=context)
+
+
+@admin.register(WorkspaceOwner)
+class WorkspaceOwnerAdmin(admin.ModelAdmin):
+    """The owner's sender ids (issue 21): the first sender seen is recorded here; add or remove ids to change
+    whose facts USER.md holds. ``WORKSPACE_OWNER_IDS``, when set, wins over this list."""
+
+    list_display = ["sender_id", "source", "created_at"]
+    fields = ["sender_id"]
+    search_fields = ["sender_id"]
+
+    def save_model(self, request: HttpRequest, obj: WorkspaceOwner, form: Any, change: bool) -> None:
+        obj.source = WorkspaceOwner.Source.ADMIN
+        super().save_model(request, obj, form, change)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
+        from django.conf import settings
+
+        if settings.WORKSPACE_OWNER_IDS:
+            self.message_user(
+                request,
+                "WORKSPACE_OWNER_IDS is set ({}); it wins over this list.".format(
+                    ", ".join(settings.WORKSPACE_OWNER_IDS)
+                ),
+                messages.WARNING,
+            )
+        return super().changelist_view(request, extra_context=extra_context)

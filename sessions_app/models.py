@@ -226,6 +226,36 @@ class MemoryGateStats(models.Model):
         return str(self.date)
 
 
+class WorkspaceOwner(models.Model):
+    """A sender id that belongs to the workspace's owner, the person USER.md describes (issue 21).
+
+    ``settings.WORKSPACE_OWNER_IDS`` wins when set; else these rows, which start with the first sender seen
+    and are changed in the admin. A sender id is a turn's ``user_message.from`` or ``<channel_id>:<from>``.
+    """
+
+    class Source(models.TextChoices):
+        FIRST_SENDER = "first_sender", "first sender seen"
+        ADMIN = "admin", "set in the admin"
+
+    id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
+    sender_id = models.CharField(max_length=255, unique=True, help_text="user_message.from, or <channel_id>:<from>")
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.ADMIN)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "workspace_owners"
+        verbose_name = "workspace owner id"
+        constraints = [
+            models.CheckConstraint(condition=~Q(sender_id=""), name="workspace_owners_sender_not_empty"),
+            models.CheckConstraint(
+                condition=Q(source__in=["first_sender", "admin"]), name="workspace_owners_source_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.sender_id
+
+
 __all__ = [
     "ConversationContext",
     "ConversationSession",
@@ -236,4 +266,5 @@ __all__ = [
     "GateStatus",
     "MemoryGateDecision",
     "MemoryGateStats",
+    "WorkspaceOwner",
 ]

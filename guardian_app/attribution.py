@@ -1,0 +1,65 @@
+"""Whose fact it is: a gate decision's fact is routed by who said it (issue 21).
+
+USER.md describes the workspace's owner only (``sessions_app.speakers``). A fact that another person states
+about themselves ("I live in Madrid", from a second sender) is written to MEMORY.md with the person named
+("Marta lives in Madrid."), never as the user's; a rule for the agent's manner or identity (SOUL.md,
+IDENTITY.md) from someone who is not the owner is held for the owner to review. Facts from the owner, or from
+a turn without a sender, go where the gate sent them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sessions_app.models import MemoryGateDecision
+from sessions_app.speakers import Speaker, speaker_of
+
+# Files whose content instructs the agent: only the owner changes them without a review.
+OWNER_ONLY = frozenset({"SOUL.md", "IDENTITY.md"})
+_EN_SUBJECT = re.compile(r"^(?:the user|user)(?P<poss>'s)?\b\s*", re.I)
+_ZH_SUBJECT = re.compile(r"^用户")
+
+
+@dataclass(frozen=True)
+class Route:
+    target_file: str
+    fact: str
+    hold_reason: str | None = None
+    speaker: str | None = None
+
+
+def name_the_person(fact: str, name: str) -> str:
+    """``fact`` as a statement about ``name``: "Lives in Madrid." → "Marta lives in Madrid.",
+    "The user's wife is Clara." → "Marta's wife is Clara.", "用户住在马德里。" → "Marta住在马德里。"."""
+    text = fact.strip()
+    if text.startswith(name):
+        return text
+    if _ZH_SUBJECT.match(text):
+        return _ZH_SUBJECT.sub(name, text, count=1)
+    match = _EN_SUBJECT.match(text)
+    if match:
+        rest = text[match.end() :]
+        return f"{name}'s {rest}" if match.group("poss") else f"{name} {rest}"
+    if re.match(r"[\u4e00-\u9fff]", text):
+        return f"{name}{text}"
+    return f"{name} {text[:1].lower()}{text[1:]}"
+
+
+def route(decision: MemoryGateDecision, target_file: str, fact: str) -> Route:
+    """Where ``fact`` from ``decision`` goes, as which text, or why it is held (see the module docstring)."""
+    speaker: Speaker = speaker_of(decision.turn)
+    if speaker.is_owner or speaker.name is None:
+        return Route(target_file, fact, speaker=speaker.name)
+    if target_file in OWNER_ONLY:
+        return Route(
+            target_file,
+            fact,
+            hold_reason=f"a rule for the agent from {speaker.name}, who is not the workspace's owner",
+            speaker=speaker.name,
+        )
+    if target_file == "USER.md":
+        return Route("MEMORY.md", name_the_person(fact, speaker.name), speaker=speaker.name)
+    if target_file == "MEMORY.md" and (_EN_SUBJECT.match(fact) or _ZH_SUBJECT.match(fact)):
+        return Route("MEMORY.md", name_the_person(fact, speaker.name), speaker=speaker.name)
+    return Route(target_file, fact, speaker=speaker.name)
