@@ -159,7 +159,7 @@ def test_an_import_resumes_from_its_checkpoint(tmp_path):
 
     assert report.files == len(files) - 1
     assert JobCheckpoint.objects.get(id=cp.id).is_finished
-    assert ConversationTurn.objects.filter(session__id__startswith="openclaw:").exists()
+    assert ConversationTurn.objects.filter(session__id__startswith="agent:").exists()
 
 
 # --- Killed at random points, in separate processes ----------------------------------------------------------
