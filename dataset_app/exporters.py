@@ -11,7 +11,8 @@ guardian):
 * ``sharegpt``: ``{"conversations": [{"from": "system"|"human"|"gpt", "value"}]}``: the instruction as
   ``system``, then the user's and the agent's messages alternating as ``human`` and ``gpt``; the last ``gpt``
   message also carries ``memory_gate_decision`` and ``candidate_fact``, as in the seed's example.
-* ``raw``: the sample record (the seed's ``DatasetSampleRecord``, camelCase, ``createdAt`` in epoch ms).
+* ``raw``: the sample record (the seed's ``DatasetSampleRecord``, camelCase, ``createdAt`` in epoch ms) with a
+  fixed schema: no field is null or changes type between rows (``RawWriter``); ``content`` is JSON text.
 * ``csv``: one row per sample with the instruction, input and output as columns.
 
 Rows are read with a server-side iterator and written through a small buffer, so memory stays flat
@@ -444,8 +445,20 @@ def _epoch_ms(value: dt.datetime | None) -> int | None:
     return int(value.timestamp() * 1000) if value is not None else None
 
 
+NOT_SCORED = -1.0  # raw: the quality of a sample that was collected with quality scoring off
+QUALITY_FACTORS = ("conversationClarity", "decisionConfidence", "factVerifiability")
+
+
 class RawWriter(Writer):
-    """The sample record; the stored content JSON is spliced in as it is, never decoded and re-encoded."""
+    """The sample record (the seed's ``DatasetSampleRecord``) with one schema in every row of every file.
+
+    A loader that infers the schema from the first rows (Hugging Face ``datasets``, pandas, Arrow) fails when a
+    field is null in one file and a string in another, and the four sample types' contents have different
+    shapes. So no field is ever null or changes type: an absent text is ``""``, ``annotatedAt`` is ``0`` for a
+    sample never annotated, a sample collected with scoring off has ``qualityScore`` and every quality factor
+    ``-1``, and ``content`` is the sample's content as JSON text (as the seed's ``content TEXT`` column holds
+    it): ``json.loads(record["content"])`` gives the object. The stored JSON is spliced in, never re-encoded.
+    """
 
     def __init__(self, out: HashingFile, *, include_pii: bool = False):
         self.include_pii = include_pii
@@ -453,37 +466,38 @@ class RawWriter(Writer):
 
     def line(self, row: Row) -> bytes:
         extra = row.extra
-        notes = extra.get("annotation_notes")
+        notes = extra.get("annotation_notes") or ""
         if notes and not self.include_pii:
             notes = privacy.redact(notes)
-        head = orjson.dumps(
+        factors = extra.get("quality_factors")
+        if isinstance(factors, str):
+            factors = orjson.loads(factors) if factors else None
+        scored = row.quality_score is not None
+        return orjson.dumps(
             {
                 "id": row.id,
                 "sampleType": row.sample_type,
-                "turnId": extra.get("turn_id"),
-                "decisionId": extra.get("decision_id"),
-                "auditId": extra.get("audit_id"),
-                "sessionId": row.session_id,
-                "label": extra.get("label"),
-                "qualityScore": row.quality_score,
+                "turnId": extra.get("turn_id") or "",
+                "decisionId": extra.get("decision_id") or "",
+                "auditId": extra.get("audit_id") or "",
+                "sessionId": row.session_id or "",
+                "label": extra.get("label") or "",
+                "qualityScore": float(row.quality_score) if scored else NOT_SCORED,
+                "qualityFactors": {
+                    name: float((factors or {}).get(name, NOT_SCORED)) if scored else NOT_SCORED
+                    for name in QUALITY_FACTORS
+                },
                 "annotationStatus": row.annotation_status,
-                "annotatedBy": extra.get("annotated_by"),
-                "annotatedAt": _epoch_ms(extra.get("annotated_at")),
+                "annotatedBy": extra.get("annotated_by") or "",
+                "annotatedAt": _epoch_ms(extra.get("annotated_at")) or 0,
                 "annotationNotes": notes,
-                "privacyChecked": extra.get("privacy_checked"),
-                "containsPii": extra.get("contains_pii"),
-                "collectionStrategy": extra.get("collection_strategy"),
-                "createdAt": _epoch_ms(extra.get("created_at")),
+                "privacyChecked": bool(extra.get("privacy_checked")),
+                "containsPii": bool(extra.get("contains_pii")),
+                "collectionStrategy": extra.get("collection_strategy") or "",
+                "createdAt": _epoch_ms(extra.get("created_at")) or 0,
+                "content": row.content_text,
             }
         )
-        factors = extra.get("quality_factors") or "null"
-        return b"".join(
-            (head[:-1], b',"qualityFactors":', _text_bytes(factors), b',"content":', row.content_text.encode(), b"}")
-        )
-
-
-def _text_bytes(value: Any) -> bytes:
-    return value.encode() if isinstance(value, str) else orjson.dumps(value)
 
 
 CSV_COLUMNS = [

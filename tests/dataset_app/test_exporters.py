@@ -6,10 +6,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 from pathlib import Path
 
+import hypothesis
 import pytest
 from datasets import load_dataset
+from django.utils import timezone
+from hypothesis import strategies as st
 
 from dataset_app.exporters import (
     create_export,
@@ -143,12 +147,12 @@ def test_sharegpt_is_the_conversation_with_the_decision_on_the_last_gpt_turn(dat
         assert chat[0]["role"] == "system"
     gate = [r for r in records if r["conversations"][-1]["memory_gate_decision"]]
     assert gate
-    positive = next(r for r in gate if r["conversations"][-1]["memory_gate_decision"] == "UPDATE_USER")
+    positive = next(r for r in gate if r["conversations"][-1]["candidate_fact"] == "Prefers morning check-ins.")
     assert [m["value"] for m in positive["conversations"][-2:]] == [
         "I prefer morning check-ins.",
         "Noted, I'll schedule check-ins in the morning.",
     ]
-    assert positive["conversations"][-1]["candidate_fact"] == "Prefers morning check-ins."
+    assert positive["conversations"][-1]["memory_gate_decision"] == "UPDATE_USER"
 
 
 def test_sharegpt_turns_alternate_whatever_the_window_holds():
@@ -369,3 +373,42 @@ def test_a_small_export_never_leaves_a_split_empty(tmp_path):
 
     everything = export("openai", name="all-train", train_split=1.0)
     assert (everything.train_samples, everything.validation_samples) == (3, 0)
+
+
+EXAMPLES = int(os.environ.get("EXPORT_SCHEMA_EXAMPLES", "8"))  # a format; raise it for a longer search
+
+
+@pytest.mark.parametrize("fmt", ["openai", "alpaca", "sharegpt", "raw", "csv"])
+@hypothesis.settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture, hypothesis.HealthCheck.too_slow],
+    derandomize=False,
+)
+@hypothesis.given(data=st.data())
+def test_every_format_loads_whatever_the_split_and_the_samples(dataset, tmp_path_factory, fmt, data):
+    """Every format has one schema in every row of every file, so Hugging Face ``datasets`` (which takes the
+    schema of the first rows it reads and casts the rest to it) loads any split of any mix of samples: annotated
+    or not, scored or not, of any type. A single lucky split is not enough (issue 23: raw failed one run in
+    three, by the ULIDs of that run)."""
+    ids = list(DatasetSample.objects.exclude(annotation_status="rejected").order_by("id").values_list("id", flat=True))
+    chosen = data.draw(st.lists(st.sampled_from(ids), min_size=2, unique=True), label="samples")
+    for sample_id in chosen:
+        annotated = data.draw(st.booleans(), label=f"annotated {sample_id}")
+        scored = data.draw(st.booleans(), label=f"scored {sample_id}")
+        DatasetSample.objects.filter(id=sample_id).update(
+            annotated_by="ann" if annotated else None,
+            annotated_at=timezone.now() if annotated else None,
+            annotation_notes="looks right" if annotated else None,
+            **({} if scored else {"quality_score": None, "quality_factors": None}),
+        )
+    train_split = data.draw(st.floats(min_value=0.05, max_value=0.95), label="train_split")
+    row = export(fmt, name=f"h-{fmt}", train_split=train_split, sample_ids=chosen)
+
+    loaded = load(row, tmp_path_factory.mktemp("hf"))
+
+    assert sum(len(split) for split in loaded.values()) == row.total_samples
+    if fmt == "raw":
+        for split in loaded.values():
+            for record in split:
+                assert json.loads(record["content"])["type"] == record["sampleType"]
