@@ -17,10 +17,11 @@ from ninja.pagination import paginate
 from ninja.security import APIKeyHeader
 from pydantic import BeforeValidator, field_validator
 
-from guardian_app import guardrails
+from guardian_app import guardrails, ratelimit
 from guardian_app.api import AnyScope
 from guardian_app.models import LearningEvent, MemoryItem, Rule
-from reflection_site.api import ApiKey, CursorPagination, ErrorOut, error_response
+from reflection_site.api import ApiKey, CursorPagination, ErrorOut, api, error_response
+from reflection_site.errors import ReflectionError
 from sessions_app.models import ConversationTurn
 
 router = Router(tags=["learning"])
@@ -29,17 +30,50 @@ _ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
 
 
 # --- Auth ----------------------------------------------------------------------------------------
+class Throttled(ReflectionError):
+    """429 with ``Retry-After`` and the limit's ``RateLimit`` headers."""
+
+    code = "rate_limited"
+    status = HTTPStatus.TOO_MANY_REQUESTS
+
+    def __init__(self, message: str, limit: ratelimit.RateLimitResult) -> None:
+        super().__init__(message, details={"limit_per_min": limit.limit, "retry_after_s": limit.reset_s})
+        self.limit = limit
+
+
+@api.exception_handler(Throttled)
+def _throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
+    response = error_response(request, exc.status, exc.code, exc.message, exc.details)
+    for name, value in exc.limit.headers().items():
+        response[name] = value
+    return response
+
+
 class LearningToken(APIKeyHeader):
-    """``X-Learning-Token`` must equal ``LEARNING_FEEDBACK_TOKEN`` (constant-time); else 403, always 403 unset."""
+    """``X-Learning-Token`` must equal ``LEARNING_FEEDBACK_TOKEN`` (constant-time); else 403, always 403 unset.
+
+    Wrong tokens are counted per client address: past ``LEARNING_TOKEN_FAILURES_PER_MIN`` in a minute the address
+    gets a 429 with ``Retry-After`` for every request, the right token included, until the minute ends."""
 
     param_name = "X-Learning-Token"
-    openapi_description = "The shared secret LEARNING_FEEDBACK_TOKEN. Missing or wrong: 403."
+    openapi_description = (
+        "The shared secret LEARNING_FEEDBACK_TOKEN. Missing or wrong: 403; too many wrong ones from one address: 429."
+    )
 
     def authenticate(self, request: HttpRequest, key: str | None) -> str:
         expected = settings.LEARNING_FEEDBACK_TOKEN
         if not expected:
             raise AuthorizationError(message="Feedback is refused: LEARNING_FEEDBACK_TOKEN is not configured.")
+        address = ratelimit.client_address(request) or "unknown"
+        locked = ratelimit.token_locked_out(address)
+        if locked is not None:
+            raise Throttled(f"Too many wrong learning tokens from this address; retry in {locked.reset_s} s.", locked)
         if not key or not hmac.compare_digest(key.encode(), expected.encode()):
+            counted = ratelimit.count_token_failure(address)
+            if not counted.allowed:
+                raise Throttled(
+                    f"Too many wrong learning tokens from this address; retry in {counted.reset_s} s.", counted
+                )
             raise AuthorizationError(message="Send the learning token as 'X-Learning-Token'.")
         return "learning-token"
 
@@ -239,9 +273,17 @@ def trace_feedback(request: HttpRequest, response: HttpResponse, turn_id: str, p
     """Thumbs up or down on a turn: stored on the turn, deduplicated, rate-limited, then guarded.
 
     A repeat of the same `(turn, user, feedback)` answers `deduplicated: true` and writes nothing. Over
-    `LEARNING_RATE_LIMIT_PER_MIN` a minute per user: 429 with `Retry-After`. Errors inside the guardrails
-    never fail the request: the feedback is acknowledged with `guardrails.reason = "guardrails_error"`.
+    `LEARNING_RATE_LIMIT_PER_CLIENT_PER_MIN` a minute from one client address, or `LEARNING_RATE_LIMIT_PER_MIN`
+    per user: 429 with `Retry-After`. Errors inside the guardrails never fail the request: the feedback is
+    acknowledged with `guardrails.reason = "guardrails_error"`.
     """
+    # First, before any lookup: a client that varies user_id (its own word) is still one client.
+    client = ratelimit.check_feedback_client(ratelimit.client_address(request) or "unknown")
+    if not client.allowed:
+        raise Throttled(
+            f"More than {client.limit} feedback requests a minute from this address; retry in {client.reset_s} s.",
+            client,
+        )
     turn = get_object_or_404(
         ConversationTurn.objects.only("id", "user_message_content", "agent_message_content"), id=turn_id
     )

@@ -6,12 +6,17 @@ Code reads ``settings.NAME``; ``env(...)`` appears in this module only.
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import hashlib
 import os
+import re
 import secrets
 import sys
 from pathlib import Path
 
 import environ
+from csp import constants as csp_constants
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -104,6 +109,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_celery_beat",
     "import_export",
+    "ninja",  # its bundled Swagger UI, served from our origin (no CDN: the CSP allows 'self' only)
+    "axes",
     "reflection_site",
     "sessions_app",
     "guardian_app",
@@ -121,6 +128,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "reflection_site.urls"
@@ -387,6 +397,10 @@ DATASET_EXPORT_SWEEP_GRACE_S = env.int("DATASET_EXPORT_SWEEP_GRACE_S", default=6
 LEARNING_GUARDRAILS_ENABLED = env.bool("LEARNING_GUARDRAILS_ENABLED", default=True)
 LEARNING_FEEDBACK_TOKEN = env.str("LEARNING_FEEDBACK_TOKEN", default="")
 LEARNING_RATE_LIMIT_PER_MIN = env.int("LEARNING_RATE_LIMIT_PER_MIN", default=20)
+# Beside the per-user limit (user_id is the client's word): feedback requests a minute from one client address.
+LEARNING_RATE_LIMIT_PER_CLIENT_PER_MIN = env.int("LEARNING_RATE_LIMIT_PER_CLIENT_PER_MIN", default=120)
+# Wrong X-Learning-Token values a minute from one client address; then 429 until the minute ends.
+LEARNING_TOKEN_FAILURES_PER_MIN = env.int("LEARNING_TOKEN_FAILURES_PER_MIN", default=10)
 LEARNING_MIN_MEM_SCORE = env.float("LEARNING_MIN_MEM_SCORE", default=0.60)
 LEARNING_MEM_MAX_PER_PROJECT = env.int("LEARNING_MEM_MAX_PER_PROJECT", default=500)
 LEARNING_RULE_MAX_PER_PROJECT = env.int("LEARNING_RULE_MAX_PER_PROJECT", default=300)
@@ -480,6 +494,61 @@ CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIND_TLS_PROXY", default=False) else None
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# Reverse proxies in front of the service that append to X-Forwarded-For; 0: REMOTE_ADDR is the client. Used by
+# the feedback and learning-token limits (guardian_app.ratelimit.client_address) and by django-axes.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+
+# Wrong admin passwords: django-axes locks a user name out from one client address after ADMIN_LOGIN_FAILURE_LIMIT
+# failures, for ADMIN_LOGIN_COOLOFF_MIN minutes (429 and a page saying what to do); `manage.py axes_reset` unlocks.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_ENABLED = env.bool("ADMIN_LOGIN_THROTTLE_ENABLED", default=True)
+AXES_FAILURE_LIMIT = env.int("ADMIN_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env.float("ADMIN_LOGIN_COOLOFF_MIN", default=15))
+# A user name from one address: a guesser elsewhere cannot lock the real operator out.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "guardian_app.ratelimit.admin_lockout_response"  # 429, Retry-After, what to do
+AXES_CLIENT_IP_CALLABLE = "guardian_app.ratelimit.client_address"
+AXES_VERBOSE = False
+# Lockouts are listed and lifted with `manage.py axes_list_attempts` / `axes_reset_username`, not in the admin.
+AXES_ENABLE_ADMIN = False
+
+
+# Content-Security-Policy on every page (the admin, the API docs): scripts, styles, images and fonts from our own
+# origin only. An inline <script> or <style> element runs only with the request's nonce (our templates carry it),
+# or, for the one inline <style> of Django's change list, by its hash. Style attributes stay allowed
+# (style-src-attr): the admin's and our templates use them, and they can neither run code nor load anything
+# (url() in them is bound by img-src and font-src).
+def _inline_style_hashes(template: str) -> list[str]:
+    """CSP source expressions for the <style> elements that a template of an installed app writes verbatim."""
+    import django
+
+    text = (Path(django.__file__).parent / template).read_text(encoding="utf-8")
+    return [
+        f"'sha256-{base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()}'"
+        for body in re.findall(r"<style>(.*?)</style>", text, flags=re.S)
+    ]
+
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [csp_constants.SELF],
+        "script-src": [csp_constants.SELF, csp_constants.NONCE],
+        "style-src": [
+            csp_constants.SELF,
+            csp_constants.NONCE,
+            *_inline_style_hashes("contrib/admin/templates/admin/change_list.html"),
+        ],
+        "style-src-attr": [csp_constants.UNSAFE_INLINE],
+        "img-src": [csp_constants.SELF, "data:"],
+        "font-src": [csp_constants.SELF],
+        "connect-src": [csp_constants.SELF],
+        "object-src": [csp_constants.NONE],
+        "base-uri": [csp_constants.SELF],
+        "form-action": [csp_constants.SELF],
+        "frame-ancestors": [csp_constants.NONE],
+    }
+}
 
 # INFO for the web server and the worker; a manage.py command prints only its own output and warnings (issue 16).
 LOG_LEVEL = env.str("LOG_LEVEL", default="WARNING" if Path(sys.argv[0]).name == "manage.py" else "INFO")

@@ -88,7 +88,8 @@ def test_the_openapi_schema_shows_the_learning_token(api_client):
         "type": "apiKey",
         "in": "header",
         "name": "X-Learning-Token",
-        "description": "The shared secret LEARNING_FEEDBACK_TOKEN. Missing or wrong: 403.",
+        "description": "The shared secret LEARNING_FEEDBACK_TOKEN. Missing or wrong: 403; too many wrong ones from "
+        "one address: 429.",
     }
     assert schema["paths"]["/api/v1/traces/{turn_id}/feedback"]["post"]["security"] == [{"LearningToken": []}]
 
@@ -292,7 +293,7 @@ def test_an_unreachable_redis_fails_open_and_is_counted(learning, make_turn, unu
     turn = make_turn(fact=GOOD_FACT)
     codes = [post_feedback(turn.id, up(f"user-{i % 2}")).status_code for i in range(4)]
     assert codes == [HTTPStatus.OK] * 4  # no limit enforced, and no 5xx
-    assert ratelimit.fail_open_count("redis") == 4
+    assert ratelimit.fail_open_count("redis", policy="feedback") == 4
     assert guardrails.guardrail_error_count("ratelimit") == 4
     assert LearningEvent.objects.filter(event_type="guardrail_error", reason="ratelimit").count() == 1  # throttled
 
@@ -303,7 +304,8 @@ def test_a_failing_rate_limit_table_fails_open(learning, make_turn, monkeypatch)
 
     monkeypatch.setattr(ratelimit, "_hit_database", broken)
     assert post_feedback(make_turn().id, up()).status_code == HTTPStatus.OK
-    assert ratelimit.fail_open_count("database") == 1
+    assert ratelimit.fail_open_count("database", policy="feedback") == 1
+    assert ratelimit.fail_open_count("database") == 2  # the per-address limit failed open too
 
 
 def test_ingest_is_untouched_when_the_guardrails_fail(learning, make_turn, monkeypatch, api_client):

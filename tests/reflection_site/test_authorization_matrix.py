@@ -48,6 +48,7 @@ def _enforced_auth() -> dict[str, list[Any]]:
 
 
 AUTH = _enforced_auth()
+BOOKKEEPING = {"reflection_site.ApiKey", "guardian_app.LearningRateLimit", "axes.AccessAttempt", "axes.AccessLog"}
 
 
 def required_scopes(operation_id: str) -> set[str] | None:
@@ -88,10 +89,11 @@ def _url(path: str) -> str:
 
 
 def _row_counts() -> dict[str, int]:
+    # The keys' own rows and the throttles' counters (a wrong learning token is counted: issue 18) aside.
     return {
         model._meta.label: model._default_manager.count()
         for model in apps.get_models()
-        if not model._meta.proxy and model._meta.managed and model is not ApiKey
+        if not model._meta.proxy and model._meta.managed and model._meta.label not in BOOKKEEPING
     }
 
 
@@ -174,7 +176,7 @@ def _database_state() -> dict[str, list[dict[str, Any]]]:
     return {
         model._meta.label: list(model._default_manager.order_by("pk").values())
         for model in apps.get_models()
-        if not model._meta.proxy and model._meta.managed and model is not ApiKey
+        if not model._meta.proxy and model._meta.managed and model._meta.label not in BOOKKEEPING
     }
 
 
