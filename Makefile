@@ -10,7 +10,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/reflection
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 export PORT
 
-.PHONY: run test test-unit test-integration test-e2e bench lint fmt migrate clean openclaw
+.PHONY: run test test-unit test-integration test-e2e test-install bench lint fmt migrate clean openclaw
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,11 @@ test-integration: $(VENV)/.dev openclaw
 
 test-e2e: $(VENV)/.dev
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest tests/e2e -q
+
+# Production from requirements.txt alone (a venv of its own under var/install-check/): migrate, check --deploy and
+# make run's supervisord with REDIS_URL. Part of test-integration; this target runs it alone.
+test-install: $(VENV)/.dev
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest tests/integration/test_install_runtime.py -q
 
 bench: $(VENV)/.dev
 	@set -e; for script in benchmarks/[!_]*.py; do echo "== $$script"; $(PY) $$script; done
