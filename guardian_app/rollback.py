@@ -2,7 +2,7 @@
 
 **The invariant.** Every line of a memory file is owned by a live write, a hand edit (or the file as first
 seen), or a rollback that restored it; a line whose only owner is a rolled-back write is never in the file.
-Ownership is ``git blame`` over the file's versions (``owners_before``): a version's new lines are its own, a
+Ownership is ``git blame`` over the file's versions (``blame``): a version's new lines are its own, a
 line a rollback put back keeps the owner it had when its write removed it. Two rules keep the invariant:
 
 - a rollback puts back only lines its write removed, and of those only the ones still owned by something
@@ -64,6 +64,10 @@ Status = WriteGuardianAudit.Status
 MAX_CULPRIT_SCAN = 200
 # A later line whose words are this alike (difflib's ratio) to a line of the write is that line, edited.
 EDITED_LINE_SIMILARITY = 0.7
+# Appended during a merge only to the lines of the current file: the write's own lines (they go wherever they
+# are), lines edited from them, and other lines with the text of one of the write's (not taken for it).
+_FOREIGN, _MINE, _EDITED = "\x00", "\x01", "\x02"
+_MARKS = _FOREIGN + _MINE + _EDITED
 
 
 class RollbackStale(GuardianError):
@@ -124,7 +128,9 @@ def _origins(base: list[str], ours: list[str]) -> list[int | None]:
                 origin[j1 + k] = i1 + k
         elif tag == "replace":
             for j in range(j1, j2):
-                edited = [i for i in range(i1, i2) if is_edit_of(base[i], ours[j])]
+                if ours[j].endswith((_FOREIGN, _MINE)):
+                    continue  # The write's own line, or another's with the same text: not an edit.
+                edited = [i for i in range(i1, i2) if is_edit_of(base[i], _plain(ours[j]))]
                 if edited:
                     origin[j] = edited[0]
     return origin
@@ -164,7 +170,7 @@ def _revert_region(base: list[str], ours: list[str], theirs: list[str], *, force
         if drop[j] and _is_heading(line) and not any(_is_heading(x) for x in hunks[hunk_of[origin[j]]][2]):
             k = j + 1
             while k < len(ours) and not _is_heading(ours[k]):
-                if ours[k].strip() and not drop[k]:
+                if ours[k].strip() and not drop[k] and not ours[k].endswith(_MINE):
                     drop[j] = False
                     if j + 1 < len(ours) and drop[j + 1] and not ours[j + 1].strip():
                         drop[j + 1] = False
@@ -198,11 +204,40 @@ def _revert_region(base: list[str], ours: list[str], theirs: list[str], *, force
     return out
 
 
-def plan_revert(after: str, current: str | None, before: str | None, *, force: bool = False) -> RevertPlan:
-    """The file content that undoes one write (``before`` -> ``after``) on top of ``current``."""
+def _plain(line: str) -> str:
+    return line.rstrip(_MARKS)
+
+
+def _is_content(line: str) -> bool:
+    return bool(line.strip()) and not _is_heading(line)
+
+
+def plan_revert(
+    after: str, current: str | None, before: str | None, *, force: bool = False, roles: Roles | None = None
+) -> RevertPlan:
+    """The file content that undoes one write (``before`` -> ``after``) on top of ``current``.
+
+    ``roles`` (from the file's blame) says which lines of ``current`` are the write's own and which were edited
+    from one of its lines. Then the write's own lines go wherever the file now has them, another line with the
+    same text as one of them is not taken for it, and an edited one is a conflict (``force``: it goes) even
+    when a later change moved it. Without ``roles`` lines are told apart by the three-way merge alone.
+    """
     if current == after:
         return RevertPlan(before, "restore")
     base, ours, theirs = lines_of(after), lines_of(current), lines_of(before)
+    if roles is not None and len(roles.mine) == len(ours):
+        written = set(base) - set(theirs)
+        marked: list[str] = []
+        for line, mine, edited in zip(ours, roles.mine, roles.edited, strict=True):
+            if mine and _is_content(line):
+                marked.append(line + _MINE)
+            elif edited and _is_content(line):
+                marked.append(line + _EDITED)
+            elif not mine and line in written:
+                marked.append(line + _FOREIGN)
+            else:
+                marked.append(line)
+        ours = marked
     out: list[str] = []
     conflicts: list[ConflictRegion] = []
     for group in Merge3(base, ours, theirs, sequence_matcher=Matcher).merge_groups():
@@ -217,7 +252,12 @@ def plan_revert(after: str, current: str | None, before: str | None, *, force: b
             continue
         conflicts.append(ConflictRegion(z, a, b))
         out.extend((_revert_region(z, a, b, force=True) or []) if force else a)
-    text = "".join(out)
+    stray = [line for line in out if line.endswith(_EDITED)]
+    if stray and not conflicts:  # An edit inside one of the write's lines that a later change moved.
+        conflicts.append(ConflictRegion([], stray, []))
+    kept = [line for line in out if not line.endswith(_MINE) and not (force and line.endswith(_EDITED))]
+    text = "".join(_plain(line) for line in kept)
+    conflicts = [ConflictRegion(*([_plain(x) for x in part] for part in (c.base, c.ours, c.theirs))) for c in conflicts]
     content: str | None = text
     if before is None and not text.strip():
         content = None  # The write created the file; nothing else is left in it.
@@ -231,57 +271,98 @@ def plan_revert(after: str, current: str | None, before: str | None, *, force: b
 Owner = tuple[str, str]  # ("write", audit id) | ("hand_edit" | "initial", version id) | ("rollback", rollback id)
 
 
-def owners_before(audit: WriteGuardianAudit) -> list[Owner] | None:
-    """Who owns each line of the audit's before-snapshot: ``git blame`` over the file's versions up to the write.
+@dataclass
+class Blame:
+    """Who owns each line of a file at one version (see ``blame``), and which writes' lines each was edited from."""
+
+    lines: list[str]
+    owners: list[Owner]
+    roots: list[frozenset[str]]  # the audits whose lines this line is, or was edited from
+    removed_by: dict[str, dict[str, list[tuple[Owner, frozenset[str]]]]]  # audit -> text -> what its write removed
+
+    def restored(self, audit_id: str, line: str) -> tuple[Owner, frozenset[str]] | None:
+        pending = self.removed_by.get(audit_id, {}).get(line)
+        return pending[0] if pending else None
+
+
+def blame(name: str, *, upto_seq: int | None = None) -> Blame:
+    """``git blame`` over the file's versions (all, or up to ``upto_seq``).
 
     Each version's new lines belong to it (a write's to its audit, a hand edit's or first sighting's to that
-    version); a line a rollback put back keeps the owner it had when its write removed it. None when the
-    history does not lead to the before-snapshot (then nothing is known, and nothing is filtered).
-    Reads every version before the write once: a rollback that needs it costs one pass over the history.
+    version); a line a version only moved, and a line a rollback put back, keep the owner they had. A new line
+    that ``is_edit_of`` a line it replaced also carries that line's roots (a later edit inside a write's line
+    stays that write's to ``force``). Reads every version once: a rollback costs one pass over the history.
     """
-    seq = (
-        FileVersion.objects.filter(audit=audit, kind=FileVersion.Kind.WRITE)
-        .order_by("seq")
-        .values_list("seq", flat=True)
-        .first()
-    )
-    if seq is None:
-        return None
     lines: list[str] = []
     owners: list[Owner] = []
-    removed_by: dict[str, dict[str, list[Owner]]] = {}
-    versions = (
-        FileVersion.objects.filter(file_name=audit.target_file, seq__lt=seq).select_related("snapshot").order_by("seq")
-    )
+    roots: list[frozenset[str]] = []
+    removed_by: dict[str, dict[str, list[tuple[Owner, frozenset[str]]]]] = {}
+    versions = FileVersion.objects.filter(file_name=name).select_related("snapshot").order_by("seq")
+    if upto_seq is not None:
+        versions = versions.filter(seq__lte=upto_seq)
     for version in versions.iterator(chunk_size=200):
         new = lines_of(version.snapshot.content if version.snapshot_id else None)
+        codes = Matcher(None, lines, new).get_opcodes()
+        left: dict[str, list[tuple[Owner, frozenset[str]]]] = {}
+        for tag, i1, i2, _j1, _j2 in codes:
+            if tag != "equal":
+                for k in range(i1, i2):
+                    left.setdefault(lines[k], []).append((owners[k], roots[k]))
         new_owners: list[Owner] = []
-        for tag, i1, i2, j1, j2 in Matcher(None, lines, new).get_opcodes():
+        new_roots: list[frozenset[str]] = []
+        for tag, i1, i2, j1, j2 in codes:
             if tag == "equal":
                 new_owners += owners[i1:i2]
+                new_roots += roots[i1:i2]
                 continue
-            if version.kind == FileVersion.Kind.WRITE and version.audit_id:
-                gone = removed_by.setdefault(version.audit_id, {})
-                for line, owner in zip(lines[i1:i2], owners[i1:i2], strict=True):
-                    gone.setdefault(line, []).append(owner)
             for line in new[j1:j2]:
-                if version.kind == FileVersion.Kind.ROLLBACK:
+                if left.get(line):
+                    owner, root = left[line].pop(0)
+                elif version.kind == FileVersion.Kind.ROLLBACK:
                     restored = removed_by.get(version.audit_id or "", {}).get(line)
-                    owner = restored.pop(0) if restored else ("rollback", version.rollback_id or version.id)
-                elif version.kind == FileVersion.Kind.WRITE:
-                    owner = ("write", version.audit_id or version.id)
+                    owner, root = (
+                        restored.pop(0) if restored else (("rollback", version.rollback_id or ""), frozenset())
+                    )
                 else:
-                    owner = (version.kind, version.id)
+                    if version.kind == FileVersion.Kind.WRITE:
+                        owner = ("write", version.audit_id or version.id)
+                    else:
+                        owner = (version.kind, version.id)
+                    edited = [k for k in range(i1, i2) if is_edit_of(lines[k], line)]
+                    root = roots[edited[0]] if edited else frozenset()
+                    if owner[0] == "write":
+                        root = root | {owner[1]}
                 new_owners.append(owner)
-        lines, owners = new, new_owners
-    before = lines_of(_snapshot_text(audit.before_snapshot))
-    return owners if lines == before else None
+                new_roots.append(root)
+        if version.kind == FileVersion.Kind.WRITE and version.audit_id:
+            gone = removed_by.setdefault(version.audit_id, {})
+            for line, pending in left.items():
+                gone.setdefault(line, []).extend(pending)
+        lines, owners, roots = new, new_owners, new_roots
+    return Blame(lines, owners, roots, removed_by)
 
 
-def revert_target(audit: WriteGuardianAudit, before: str | None, after: str | None) -> str | None:
+@dataclass
+class Roles:
+    """What each line of the current file is to the write being rolled back."""
+
+    mine: list[bool]  # the write's own line
+    edited: list[bool]  # another's line edited from one of the write's (a later edit inside it)
+
+
+def roles_of(audit_id: str, current: str | None, known: Blame | None) -> Roles | None:
+    """Each line's role from the file's blame; None when the blame does not lead to ``current``."""
+    if known is None or known.lines != lines_of(current):
+        return None
+    mine = [owner == ("write", audit_id) for owner in known.owners]
+    edited = [not m and audit_id in root for m, root in zip(mine, known.roots, strict=True)]
+    return Roles(mine, edited)
+
+
+def revert_target(audit: WriteGuardianAudit, before: str | None, after: str | None, known: Blame | None) -> str | None:
     """What the rollback puts back where the write changed the file: the before-snapshot, less the lines the
     write removed whose owner is now a rolled-back write (a line no live write, hand edit or restoring
-    rollback owns never comes back)."""
+    rollback owns never comes back). ``known`` is the file's blame (None: nothing is filtered)."""
     if before is None:
         return None
     old = lines_of(before)
@@ -292,19 +373,34 @@ def revert_target(audit: WriteGuardianAudit, before: str | None, after: str | No
         for i in range(i1, i2)
         if old[i].strip()
     ]
-    if not removed:
+    if not removed or known is None:
         return before
-    owners = owners_before(audit)
-    if owners is None:
-        return before
-    writes = {owners[i][1] for i in removed if owners[i][0] == "write"}
+    pool = {text: list(owners) for text, owners in known.removed_by.get(audit.id, {}).items()}
+    owner_of = {i: pool[old[i]].pop(0)[0] for i in removed if pool.get(old[i])}
+    writes = {owner[1] for owner in owner_of.values() if owner[0] == "write"}
     dead = set(
         WriteGuardianAudit.objects.filter(id__in=writes).exclude(status=Status.WRITTEN).values_list("id", flat=True)
     )
-    if not dead:
-        return before
-    dropped = {i for i in removed if owners[i][0] == "write" and owners[i][1] in dead}
+    dropped = {i for i, owner in owner_of.items() if owner[0] == "write" and owner[1] in dead}
     return "".join(line for i, line in enumerate(old) if i not in dropped)
+
+
+def relabel(old: str | None, new: str | None, known: Blame, audit_id: str) -> Blame:
+    """The blame of ``new``, the revert of ``audit_id`` applied to ``old`` (whose blame is ``known``): kept
+    lines keep theirs, a line put back has what it had when the write removed it."""
+    a, b = lines_of(old), lines_of(new)
+    owners: list[Owner] = []
+    roots: list[frozenset[str]] = []
+    for tag, i1, i2, j1, j2 in Matcher(None, a, b).get_opcodes():
+        if tag == "equal":
+            owners += known.owners[i1:i2]
+            roots += known.roots[i1:i2]
+            continue
+        for line in b[j1:j2]:
+            owner, root = known.restored(audit_id, line) or (("rollback", audit_id), frozenset())
+            owners.append(owner)
+            roots.append(root)
+    return Blame(b, owners, roots, known.removed_by)
 
 
 @dataclass(frozen=True)
@@ -530,11 +626,12 @@ def _plan_locked(
     before = _snapshot_text(audit.before_snapshot)
     unchanged = current is not None and state.content_hash == audit.after_snapshot.content_hash
     after = audit.after_snapshot.content
-    target = revert_target(audit, before, after)
+    known = blame(audit.target_file)
+    target = revert_target(audit, before, after, known)
     if unchanged and target == before:
         plan = RevertPlan(before, "restore")  # Unchanged since the write: no need to merge.
     else:
-        plan = plan_revert(after, current, target, force=force)
+        plan = plan_revert(after, current, target, force=force, roles=roles_of(audit.id, current, known))
     conflict = conflict_for(audit, plan) if plan.conflicts else None
     return plan, conflict
 
@@ -742,11 +839,14 @@ def rollback_session(
             workspace.reconcile(name)
         audits = selected()  # Again, under the locks.
         simulated: dict[str, str | None] = {name: workspace.read_file(name) for name in names}
+        known: dict[str, Blame | None] = {name: blame(name) for name in names}
         items: list[PlannedRollback] = []
         for audit in audits:
-            current = simulated[audit.target_file]
+            name = audit.target_file
+            current = simulated[name]
             after = _snapshot_text(audit.after_snapshot) or ""
-            plan = plan_revert(after, current, revert_target(audit, _snapshot_text(audit.before_snapshot), after))
+            target = revert_target(audit, _snapshot_text(audit.before_snapshot), after, known[name])
+            plan = plan_revert(after, current, target, roles=roles_of(audit.id, current, known[name]))
             if plan.conflicts:
                 conflict = conflict_for(audit, plan)
                 items.append(
@@ -756,7 +856,12 @@ def rollback_session(
             change = measure_change(audit.target_file, current, plan.content)
             message = "can be rolled back cleanly" + ("" if change.changed else "; the file would not change")
             items.append(PlannedRollback(audit, "clean", message, plan=plan, current=current, change=change))
-            simulated[audit.target_file] = plan.content
+            blamed = known[name]
+            if blamed is not None:  # The blame of the simulated file, for the next write of the session.
+                known[name] = (
+                    relabel(current, plan.content, blamed, audit.id) if blamed.lines == lines_of(current) else None
+                )
+            simulated[name] = plan.content
         result = SessionRollback(session_id, dry_run, partial, False, items)
         if dry_run or not items or (result.conflicts and not partial):
             return result
