@@ -638,6 +638,20 @@ def index_sessions(report: IndexReport | None = None) -> int:
     return added
 
 
+def _save_vector_matrix() -> None:
+    """Full runs (the minute beat, the CLI) leave the current generation's vector matrix on disk for recall's
+    first query to map; a re-index of one file does not (at 100k chunks the save reads every vector)."""
+    from guardian_app.recall import _matrix_dir, save_vector_matrix
+
+    config = current_config()
+    if config is None or _matrix_dir(config.label, index_generation()).is_dir():
+        return
+    try:
+        save_vector_matrix(config.label)
+    except OSError as exc:
+        logger.warning("recall index: could not save the vector matrix: %s", exc)
+
+
 def index_workspace(
     *, rebuild: bool = False, paths: Iterable[str] | None = None, progress: Progress | None = None
 ) -> IndexReport:
@@ -704,6 +718,8 @@ def index_workspace(
         _embed_pending(report)
         if report.changed or report.files_removed or rechunk:
             _bump_generation()
+        if paths is None:
+            _save_vector_matrix()
     report.took_ms = (time.perf_counter() - started) * 1000
     if report.changed or report.files_removed:
         logger.info("recall index: %s", report.summary())

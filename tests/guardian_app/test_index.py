@@ -108,7 +108,7 @@ def test_an_unchanged_workspace_is_skipped_without_touching_a_row(populated, dja
     index_workspace()
     before = list(MemoryChunk.objects.order_by("id").values_list("id", "start_line", "hash", "updated_at"))
     # Stat only: the meta and file rows are read, no file is hashed, nothing is written.
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(10):  # + the transcripts' watermark and delta, the matrix's generation.
         report = index_workspace()
     assert (report.files_unchanged, report.files_indexed, report.changed) == (5, 0, False)
     assert list(MemoryChunk.objects.order_by("id").values_list("id", "start_line", "hash", "updated_at")) == before
@@ -266,7 +266,15 @@ def test_the_index_command_reports_and_rebuilds(populated):
     assert report["files_indexed"] == 5 and report["status"]["chunks"] == MemoryChunk.objects.count()
 
 
-def test_the_index_command_draws_a_progress_bar(populated):
-    err = io.StringIO()
-    call_command("memory", "index", stdout=io.StringIO(), stderr=err)
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_index_command_draws_a_progress_bar_on_a_terminal_only(populated):
+    err = _Terminal()
+    call_command("memory", "index", "--rebuild", stdout=io.StringIO(), stderr=err)
     assert "indexing" in err.getvalue()
+    piped = io.StringIO()
+    call_command("memory", "index", "--rebuild", stdout=io.StringIO(), stderr=piped)
+    assert "indexing" not in piped.getvalue()

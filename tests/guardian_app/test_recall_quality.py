@@ -178,3 +178,20 @@ def test_a_time_scope_ranks_the_logs_of_that_window_first(write_md):
     assert len(answer.results) == 3  # The rest of k is filled from outside the window.
     before = recall("What did I do before the vaccination?", now=now, mode="keyword")
     assert before.results[0].path == "memory/2026-01-09.md"
+
+
+def test_memory_eval_recall_prints_the_figures_and_keeps_nothing(seed_profile):
+    import io
+
+    from django.core.management import call_command
+
+    from guardian_app.models import MemoryChunk
+
+    out = io.StringIO()
+    call_command("memory", "eval-recall", "--dataset", "seed-corpus", "--split", "heldout", "--json", stdout=out)
+    (figures,) = json.loads(out.getvalue())
+    overall = next(row for row in figures["table"] if row["group"] == "all")
+    assert figures["dataset"] == "seed-corpus" and overall["n"] == 15
+    assert overall["ours@5"] >= overall["bm25@5"]
+    assert MemoryChunk.objects.count() == 0  # Rolled back: the project's own index is untouched.
+    assert not (seed_profile / "memory").exists()

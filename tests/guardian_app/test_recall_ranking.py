@@ -399,3 +399,35 @@ def test_after_a_query_embedding_failure_recall_stops_waiting_for_the_endpoint(
     assert first.mode == second.mode == "keyword"
     assert len(calls) == 1  # The second recall did not wait for the dead endpoint.
     assert "failed moments ago" in second.note and second.results
+
+
+# --- The vector matrix --------------------------------------------------------------------------------------------
+def test_a_full_index_run_saves_the_matrix_and_recall_maps_it(notes, settings):
+    from guardian_app.embeddings import current_config
+    from guardian_app.index import index_generation
+
+    index_workspace()
+    label = current_config().label
+    folder = recall_module._matrix_dir(label, index_generation())
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{n}.npy" for n in recall_module._MATRIX_FILES)
+    recall_module._matrices.clear()
+    answer = recall("staging server", now=NOW)
+    assert answer.mode == "hybrid" and answer.results[0].source == "TOOLS.md#L3"
+    matrix = recall_module._matrices[connection.alias]
+    assert isinstance(matrix.vectors, np.memmap) and matrix.ids.size == MemoryChunk.objects.count()
+    notes("USER.md", "# User\n\n- Prefers summaries on Mondays.\n")
+    index_workspace()
+    newer = recall_module._matrix_dir(label, index_generation())
+    assert newer != folder and newer.is_dir() and not folder.exists()  # The old generation's files are gone.
+
+
+def test_the_prefix_shortlist_returns_the_exact_top_k(notes, monkeypatch):
+    index_workspace()
+    query = load_local_embedder().embed(["Which server runs staging?"])[0]
+    label = "local/wordllama/l2_supercat-256"
+    exact = vector_search(query, label, Filters(), 3)
+    monkeypatch.setattr(recall_module, "PREFIX_MIN_ROWS", 0)
+    monkeypatch.setattr(recall_module, "PREFIX_SHORTLIST", 2)  # 6 of the 4 chunks: the shortlist keeps them all.
+    assert vector_search(query, label, Filters(), 3) == pytest.approx(exact)
+    filtered = vector_search(query, label, Filters(file="TOOLS.md"), 3)
+    assert filtered and set(filtered) <= set(MemoryChunk.objects.filter(path="TOOLS.md").values_list("id", flat=True))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -26,10 +27,11 @@ class Command(BaseCommand):
         "interrupted); `project` writes the daily projection; `report` prints a day's change report."
     )
 
-    # Subcommand -> one-line help. Each has add_<name>_arguments and handle_<name>.
+    # Subcommand -> one-line help. Each has add_<name>_arguments and handle_<name> ("-" as "_").
     ACTIONS: dict[str, str] = {
         "index": "Bring the recall index up to date with the workspace's Markdown.",
         "recall": "Print the best facts for a query, with their file and lines.",
+        "eval-recall": "Measure recall@5/@10 on public data beside plain FTS5 bm25 (nothing is kept).",
         # Reflect (seeds 001, 004):
         "reflect": "Update entity pages and opinions from the facts of a period (audited writes).",
         "project": "Write the daily projection (category views and summary) under PROJECTION_DIR.",
@@ -39,10 +41,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True, metavar="{" + ",".join(self.ACTIONS) + "}")
         for name, text in self.ACTIONS.items():
-            getattr(self, f"add_{name}_arguments")(sub.add_parser(name, help=text, description=text))
+            getattr(self, f"add_{name.replace('-', '_')}_arguments")(sub.add_parser(name, help=text, description=text))
 
     def handle(self, *args: Any, **options: Any) -> None:
-        getattr(self, f"handle_{options['action']}")(options)
+        getattr(self, f"handle_{options['action'].replace('-', '_')}")(options)
 
     # --- index ------------------------------------------------------------------------------------------
     def add_index_arguments(self, parser: CommandParser) -> None:
@@ -129,6 +131,41 @@ class Command(BaseCommand):
                 f"{rank:>3} {result.score:>7.3f} {result.source:<{source_width}} {(result.kind or '-'):<11} {content}"
             )
         self.stdout.write(f"{len(answer.results)} result(s), {answer.mode}, {answer.took_ms:.1f} ms")
+
+    # --- eval-recall (issue 22) ---------------------------------------------------------------------------
+    def add_eval_recall_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--dataset",
+            action="append",
+            choices=["longmemeval-s", "seed-corpus"],
+            help="Data set(s) to run (default: both). See guardian_app/recall_eval.py.",
+        )
+        parser.add_argument("--mode", choices=MODES, default="auto", help="Recall mode (default: the defaults).")
+        parser.add_argument("--split", choices=["tune", "heldout"], help="Only this split of the seed corpus.")
+        parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+
+    def handle_eval_recall(self, options: dict[str, Any]) -> None:
+        """Each data set in a temporary workspace, indexed and asked inside a transaction that is rolled back."""
+        import tempfile
+
+        from django.db import transaction
+        from django.test.utils import override_settings
+
+        from guardian_app.recall_eval import DATASETS, evaluate, format_table
+
+        results = []
+        for name in options["dataset"] or list(DATASETS):
+            dataset = DATASETS[name]()
+            split = options["split"] if any(q.split == options["split"] for q in dataset.questions) else None
+            with tempfile.TemporaryDirectory(prefix="eval-recall-") as folder:
+                with override_settings(WORKSPACE_DIR=Path(folder), WORKSPACE_PROFILE="seed"), transaction.atomic():
+                    result = evaluate(dataset, mode=options["mode"], split=split)
+                    transaction.set_rollback(True)  # The project's own index keeps nothing of the evaluation.
+            results.append(result)
+            if not options["json"]:
+                self.stdout.write(format_table(result) + "\n")
+        if options["json"]:
+            self.stdout.write(json.dumps([r.as_dict() for r in results], indent=2))
 
     # --- reflect (seeds 001, 004) -------------------------------------------------------------------------
     def add_reflect_arguments(self, parser: CommandParser) -> None:
