@@ -2,8 +2,8 @@
 
 * ``export_conversations(day)`` writes ``conversations-YYYY-MM-DD.jsonl`` in the exports folder: one line per
   turn created that day (in ``TIME_ZONE``), with its session, context window, gate decisions, guardian
-  audits and feedback. It streams, and writes under a temporary name renamed when complete, so a re-run
-  replaces the file whole.
+  audits and feedback, its text redacted (PII and secrets) unless ``JSONL_EXPORT_INCLUDE_PII``. It streams,
+  and writes under a temporary name renamed when complete, so a re-run replaces the file whole.
 * ``prune_export_files()`` deletes ``conversations-*.jsonl`` files older than ``jsonlExport.retentionDays``
   (by the date in the name). Dataset exports are the operators' and are never pruned.
 * ``apply_retention()`` deletes sessions inactive for ``retentionDays`` with everything that hangs from
@@ -34,9 +34,10 @@ from django.db.models import Exists, OuterRef, Prefetch, ProtectedError, Q, Quer
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from dataset_app.exporters import export_dir, reading_without_mmap
+from dataset_app.exporters import export_dir, open_private, reading_without_mmap
 from dataset_app.models import APPROVED_STATUSES, DatasetSample
 from guardian_app.models import FileSnapshot, WriteGuardianAudit
+from reflection_site import privacy
 from sessions_app.models import ConversationContext, ConversationSession, ConversationTurn, MemoryGateDecision
 
 logger = logging.getLogger(__name__)
@@ -345,12 +346,13 @@ def _records_of(day: dt.date, *, chunk_size: int = 2000, read_ahead: bool | None
     if read_ahead is None:
         read_ahead = not connection.in_atomic_block
     _, iso = _datetime_converters(connection)
+    text, data = _cleaners()
     pages = _read_ahead(lambda: _pages(day, chunk_size)) if read_ahead else _pages(day, chunk_size)
     for rows, context_rows, decision_rows, audit_rows in pages:
         context: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for turn_id, role, message, timestamp, sequence in context_rows:
             context[turn_id].append(
-                {"role": role, "message": message, "timestamp": iso(timestamp), "sequence_number": sequence}
+                {"role": role, "message": text(message), "timestamp": iso(timestamp), "sequence_number": sequence}
             )
         decisions: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in decision_rows:
@@ -377,21 +379,34 @@ def _records_of(day: dt.date, *, chunk_size: int = 2000, read_ahead: bool | None
                 "created_at": iso(created_at),
                 "user_message": {
                     "id": user_message_id,
-                    "content": user_content,
+                    "content": text(user_content),
                     "from": user_from,
-                    "metadata": _json_value(user_metadata),
+                    "metadata": data(_json_value(user_metadata)),
                 },
                 "agent_reply": {
                     "id": agent_message_id,
-                    "content": agent_content,
-                    "metadata": _json_value(agent_metadata),
+                    "content": text(agent_content),
+                    "metadata": data(_json_value(agent_metadata)),
                 },
                 "context": context.get(turn_id, []),
                 "gate_status": gate_status,
                 "decisions": decisions.get(turn_id, []),
                 "audits": audits.get(turn_id, []),
-                "feedback": _json_value(feedback),
+                "feedback": data(_json_value(feedback)),
             }
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _cleaners() -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """How the conversation export writes the turns' text: redacted (PII and secrets replaced by placeholders, as
+    the decisions and refused audits already are) unless ``JSONL_EXPORT_INCLUDE_PII``, which is logged."""
+    if settings.JSONL_EXPORT_INCLUDE_PII:
+        logger.warning("conversation export with JSONL_EXPORT_INCLUDE_PII=true: the turns' raw text is written")
+        return _identity, _identity
+    return (lambda value: privacy.redact(value) if value else value), privacy.redact_data
 
 
 @dataclass
@@ -406,12 +421,12 @@ def export_conversations(day: dt.date | None = None) -> ConversationExport:
     if day is None:
         day = timezone.localdate() - dt.timedelta(days=1)
     directory = export_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = directory / f"conversations-{day.isoformat()}.jsonl"
     part = path.with_name(path.name + ".part")
     count = 0
     try:
-        with open(part, "wb") as fh:
+        with open_private(part) as fh:  # 0600: the turns' text, PII included when JSONL_EXPORT_INCLUDE_PII.
             buffer: list[bytes] = []
             # On this thread's connection too: what it had mapped is released (the pages are read on another).
             with reading_without_mmap():

@@ -1,6 +1,13 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_save
 
 
 class GuardianAppConfig(AppConfig):
     name = "guardian_app"
     verbose_name = "Memory files and the write guardian"
+
+    def ready(self) -> None:
+        from guardian_app.models import WriteGuardianAudit
+        from guardian_app.refusals import on_audit_saved
+
+        post_save.connect(on_audit_saved, sender=WriteGuardianAudit, dispatch_uid="guardian_app.redact_refused")

@@ -349,7 +349,7 @@ def _outcome_from_reply(
 def precheck(fact: str, *, review_held: bool = False, hold_reason: str | None = None) -> Outcome | None:
     """The checks that need no model (run before the LLM sees the fact). ``hold_reason``: the caller already
     knows the fact must be held (a rule for the agent from someone who is not the workspace's owner)."""
-    from reflection_site.privacy import contains_secret
+    from reflection_site.privacy import contains_secret, is_redacted
 
     text = one_line(fact)
     if not text:
@@ -362,6 +362,8 @@ def precheck(fact: str, *, review_held: bool = False, hold_reason: str | None = 
         return Outcome(
             Status.REFUSED, "the fact carries a secret (a key, token or password); secrets are never written"
         )
+    if is_redacted(fact):  # e.g. the retry of a refusal, whose value was redacted (guardian_app/refusals.py)
+        return Outcome(Status.REFUSED, "the fact holds a redacted value ([EMAIL], [SECRET] …): its text is gone")
     if not review_held:
         if hold_reason is not None:
             return Outcome(Status.SKIPPED, f"held for review: {hold_reason}", held_for_review=True)

@@ -780,6 +780,11 @@ def redact(text: str) -> str:
     return "".join(parts)
 
 
+def is_redacted(text: str) -> bool:
+    """True if ``text`` holds one of ``redact``'s placeholders: it was redacted, its value is gone."""
+    return any(placeholder in text for placeholder in _PLACEHOLDERS.values())
+
+
 def _is_secret_key(key: object) -> bool:
     if not isinstance(key, str):
         return False

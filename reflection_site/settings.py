@@ -298,6 +298,8 @@ RETENTION_DAYS = env.int("RETENTION_DAYS", default=365)  # storage.retentionDays
 JSONL_EXPORT_ENABLED = env.bool("JSONL_EXPORT_ENABLED", default=True)  # storage.jsonlExport.enabled
 JSONL_EXPORT_SCHEDULE = env.str("JSONL_EXPORT_SCHEDULE", default="0 0 * * *")  # storage.jsonlExport.schedule
 JSONL_EXPORT_RETENTION_DAYS = env.int("JSONL_EXPORT_RETENTION_DAYS", default=30)  # storage.jsonlExport.retentionDays
+# The nightly conversation export redacts PII and secrets from the turns' text unless this is set (logged).
+JSONL_EXPORT_INCLUDE_PII = env.bool("JSONL_EXPORT_INCLUDE_PII", default=False)
 
 MEMORY_GATE_ENABLED = env.bool("MEMORY_GATE_ENABLED", default=True)  # memoryGate.enabled
 MEMORY_GATE_WINDOW_SIZE = env.int("MEMORY_GATE_WINDOW_SIZE", default=10)  # memoryGate.windowSize

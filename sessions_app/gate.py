@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from guardian_app.models import BehaviorCorrection
 from guardian_app.tasks import run_guardian
-from reflection_site import llm, memory_files
+from reflection_site import llm, memory_files, privacy
 from sessions_app import heuristic_gate
 from sessions_app.models import (
     ConversationContext,
@@ -344,14 +344,18 @@ def decide_turn(turn: ConversationTurn) -> MemoryGateDecision | None:
                     session_id=turn.session_id,
                     run_number=run,
                     decision=outcome.decision,
-                    reason=outcome.reason,
+                    # The reason and the raw reply are derived records: a value the turn held (a key, a phone
+                    # number) is redacted from them; the fact is the guardian's input, redacted if it refuses it.
+                    reason=privacy.redact(outcome.reason) if outcome.reason else outcome.reason,
                     candidate_fact=outcome.candidate_fact,
                     confidence=outcome.confidence,
                     llm_model=outcome.llm_model,
                     llm_latency_ms=outcome.llm_latency_ms,
                     prompt_tokens=outcome.prompt_tokens,
                     completion_tokens=outcome.completion_tokens,
-                    raw_response=outcome.raw_response if settings.MEMORY_GATE_STORE_RAW_LLM_RESPONSE else None,
+                    raw_response=privacy.redact(outcome.raw_response or "") or None
+                    if settings.MEMORY_GATE_STORE_RAW_LLM_RESPONSE
+                    else None,
                     prompt_version=outcome.prompt_version,
                     created_at=finished,
                 )

@@ -10,6 +10,7 @@ from django.db import connection
 from django.db.models import Count, F, Max, Prefetch, Q, QuerySet, Sum, Value
 from django.utils import timezone
 
+from reflection_site import privacy
 from sessions_app.models import (
     ConversationContext,
     ConversationSession,
@@ -95,8 +96,9 @@ def _iso(value: Any) -> Any:
     return value.isoformat() if isinstance(value, dt.datetime | dt.date) else value
 
 
-def decision_record(decision: MemoryGateDecision, *, with_context: bool = False) -> dict[str, Any]:
-    """A decision as plain JSON-ready data (the CLI's --json and the JSONL export)."""
+def decision_record(decision: MemoryGateDecision, *, with_context: bool = False, raw: bool = True) -> dict[str, Any]:
+    """A decision as plain JSON-ready data (the CLI's --json and the JSONL export); ``raw=False`` redacts the
+    turn's and its context's text (PII and secrets), as the CLI shows them unless asked for ``--raw``."""
     record: dict[str, Any] = {
         "id": decision.id,
         "turn_id": decision.turn_id,
@@ -138,14 +140,16 @@ def decision_record(decision: MemoryGateDecision, *, with_context: bool = False)
             }
             for item in window
         ]
+        if not raw:
+            record["turn"], record["context"] = privacy.redact_data([record["turn"], record["context"]])
     return record
 
 
 def iter_decision_records(
-    decisions: QuerySet[MemoryGateDecision], *, with_context: bool = False
+    decisions: QuerySet[MemoryGateDecision], *, with_context: bool = False, raw: bool = True
 ) -> Iterator[dict[str, Any]]:
     """Records for a possibly huge selection, fetched 500 at a time (prefetches included)."""
-    yield from (decision_record(d, with_context=with_context) for d in decisions.iterator(chunk_size=500))
+    yield from (decision_record(d, with_context=with_context, raw=raw) for d in decisions.iterator(chunk_size=500))
 
 
 # --- Statistics -----------------------------------------------------------------------------------

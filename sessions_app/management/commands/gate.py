@@ -12,10 +12,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from reflection_site import privacy
 from sessions_app.gate import rerun_gate, sweep_pending_turns
 from sessions_app.models import ConversationTurn, Decision
 from sessions_app.queries import decision_record, gate_stats, get_decision, iter_decision_records, list_decisions
 from sessions_app.stats import roll_up_gate_stats
+
+RAW_HELP = "Show the turn's text as it was sent (default: PII and secrets redacted)."
 
 
 def _when(value: str) -> dt.datetime:
@@ -69,6 +72,7 @@ class Command(BaseCommand):
             sub.add_argument("-m", "--model", help="Only decisions by this model.")
             sub.add_argument("-q", "--search", help="Text in the candidate fact or reason.")
             sub.add_argument("-c", "--with-context", action="store_true", help="Include each turn and its context.")
+            sub.add_argument("--raw", action="store_true", help=RAW_HELP)
 
         listing = actions.add_parser("list", help="List decisions, newest first.")
         filters(listing, default_limit=10)
@@ -78,6 +82,7 @@ class Command(BaseCommand):
         show.add_argument("decision_id")
         show.add_argument("-c", "--with-context", action="store_true", help="Include the context window.")
         show.add_argument("--json", action="store_true")
+        show.add_argument("--raw", action="store_true", help=RAW_HELP)
 
         stats = actions.add_parser("stats", help="Decision statistics.")
         period = stats.add_mutually_exclusive_group()
@@ -125,7 +130,7 @@ class Command(BaseCommand):
     def handle_list(self, options: dict[str, Any]) -> None:
         decisions = list(self._selection(options))
         if options["json"]:
-            records = [decision_record(d, with_context=options["with_context"]) for d in decisions]
+            records = [decision_record(d, with_context=options["with_context"], raw=options["raw"]) for d in decisions]
             self.stdout.write(json.dumps(records, ensure_ascii=False, indent=2))
             return
         if not decisions:
@@ -149,11 +154,11 @@ class Command(BaseCommand):
         if options["with_context"]:
             for d in decisions:
                 self.stdout.write("")
-                self._write_turn(d)
+                self._write_turn(d, raw=options["raw"])
 
     def handle_export(self, options: dict[str, Any]) -> None:
         decisions = self._selection(options, with_raw=True)
-        records = iter_decision_records(decisions, with_context=options["with_context"])
+        records = iter_decision_records(decisions, with_context=options["with_context"], raw=options["raw"])
         output = options["output"]
         count = 0
         if output is None:
@@ -175,7 +180,8 @@ class Command(BaseCommand):
         if decision is None:
             raise CommandError(f"No gate decision {options['decision_id']}")
         if options["json"]:
-            self.stdout.write(json.dumps(decision_record(decision, with_context=True), ensure_ascii=False, indent=2))
+            record = decision_record(decision, with_context=True, raw=options["raw"])
+            self.stdout.write(json.dumps(record, ensure_ascii=False, indent=2))
             return
         fields = [
             ("Decision", decision.decision),
@@ -198,21 +204,24 @@ class Command(BaseCommand):
         if decision.raw_response:
             self.stdout.write(f"\nRaw reply:\n{decision.raw_response}")
         self.stdout.write("")
-        self._write_turn(decision, context=options["with_context"])
+        self._write_turn(decision, context=options["with_context"], raw=options["raw"])
 
-    def _write_turn(self, decision: Any, *, context: bool = True) -> None:
+    def _write_turn(self, decision: Any, *, context: bool = True, raw: bool = False) -> None:
         turn = decision.turn
         self.stdout.write(self.style.MIGRATE_HEADING(f"Turn #{turn.turn_number} of {turn.session_id} ({decision.id})"))
+        lines: list[str] = []
         if context:
             window = getattr(turn, "window", None)
             if window is None:
                 window = list(turn.context.order_by("sequence_number"))
-            for item in window:
-                self.stdout.write(f"  [{item.sequence_number}] {item.role}: {item.message}")
+            lines += [f"  [{item.sequence_number}] {item.role}: {item.message}" for item in window]
             if window:
-                self.stdout.write("  ---")
-        self.stdout.write(f"  user:  {turn.user_message_content}")
-        self.stdout.write(f"  agent: {turn.agent_message_content}")
+                lines.append("  ---")
+        lines += [f"  user:  {turn.user_message_content}", f"  agent: {turn.agent_message_content}"]
+        shown = lines if raw else [privacy.redact(line) for line in lines]
+        self.stdout.write("\n".join(shown))
+        if shown != lines:
+            self.stdout.write(self.style.WARNING("  (values redacted: --raw shows the turn as it was sent)"))
 
     # --- stats ----------------------------------------------------------------------------------
     def handle_stats(self, options: dict[str, Any]) -> None:
