@@ -27,6 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from guardian_app.chunking import estimate_tokens
@@ -288,6 +289,15 @@ def embed_with_cache(
             if not config.dimensions or dims == config.dimensions:
                 found[digest] = bytes(blob)
     stats.hits += len(found)
+    if found:  # Least recently used is what pruning removes: a hit counts as a use.
+        touched = list(found)
+        for start in range(0, len(touched), _LOOKUP_BATCH):
+            EmbeddingCache.objects.filter(
+                provider=PROVIDER,
+                model=config.model,
+                provider_key=config.provider_key,
+                hash__in=touched[start : start + _LOOKUP_BATCH],
+            ).update(updated_at=timezone.now())
     missing = [digest for digest in hashes if digest not in found]
     if missing:
         vectors = embed_texts([wanted[d] for d in missing], config=config)
@@ -310,6 +320,27 @@ def embed_with_cache(
         EmbeddingCache.objects.bulk_create(rows, batch_size=500, ignore_conflicts=True)
         stats.embedded += len(missing)
     return found
+
+
+def prune_embedding_cache(*, max_entries: int | None = None) -> int:
+    """Keep ``embedding_cache`` to ``EMBEDDING_CACHE_MAX_ENTRIES`` rows (seed 003): the least recently used go.
+
+    "Used" is ``updated_at``: set when a vector is stored and again whenever an index run finds it in the cache.
+    Returns the number of rows deleted. ``0`` or less keeps everything.
+    """
+    limit = settings.EMBEDDING_CACHE_MAX_ENTRIES if max_entries is None else max_entries
+    if limit <= 0:
+        return 0
+    boundary = (
+        EmbeddingCache.objects.order_by("-updated_at", "-id").values_list("updated_at", "id")[limit : limit + 1].first()
+    )
+    if boundary is None:
+        return 0
+    stamp, row_id = boundary
+    deleted, _ = EmbeddingCache.objects.filter(Q(updated_at__lt=stamp) | Q(updated_at=stamp, id__lte=row_id)).delete()
+    if deleted:
+        logger.info("embedding cache: pruned %d least recently used vector(s), kept %d", deleted, limit)
+    return deleted
 
 
 _QUERY_CACHE: dict[tuple[EmbeddingConfig, str], np.ndarray] = {}

@@ -994,7 +994,8 @@ def recall(
             )
             ranked.append((group, base * boost, path, start_line, chunk_id, timestamp, hits, boost))
     ranked.sort(key=lambda r: (r[0], -r[1], r[2], r[3]))
-    ranked = ranked[:k]
+    min_score = settings.RECALL_MIN_SCORE  # Seed 004's recallMinScore.
+    ranked = [r for r in ranked if r[1] >= min_score][:k]
     details = {
         row[0]: row[1:]
         for row in _fetch("c.kind, c.entities, c.confidence, c.content, c.end_line, c.heading", [r[4] for r in ranked])

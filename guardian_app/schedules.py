@@ -12,6 +12,11 @@ SCHEDULES["workspace-drift-check"] = (
 SCHEDULES["learning-decay"] = ("guardian_app.tasks.run_learning_decay", "0 3 * * *")  # https://crontab.guru/#0_3_*_*_*
 # Recall index (seed 003): pick up daily logs and bank pages dropped into the workspace; a no-op run only stats files.
 SCHEDULES["memory-index"] = ("guardian_app.tasks.run_memory_index", "* * * * *")  # https://crontab.guru/#*_*_*_*_*
+# Embedding cache (seed 003): kept to EMBEDDING_CACHE_MAX_ENTRIES rows, least recently used out, daily at 03:30.
+SCHEDULES["embedding-cache-prune"] = (
+    "guardian_app.tasks.run_embedding_cache_prune",
+    "30 3 * * *",
+)  # https://crontab.guru/#30_3_*_*_*
 # Reflect (seed 001): entity pages and opinions from the facts since the last run, daily at 01:00.
 SCHEDULES["reflect-daily"] = ("guardian_app.tasks.run_daily_reflect", "0 1 * * *")  # https://crontab.guru/#0_1_*_*_*
 # Daily projection (seed 004 P1-002) under PROJECTION_DIR, late enough that "new today" covers the day.

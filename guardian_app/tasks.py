@@ -125,6 +125,14 @@ def run_memory_index(file_name: str | None = None, rebuild: bool = False) -> str
     return index_workspace(rebuild=rebuild, paths=[file_name] if file_name else None).summary()
 
 
+@shared_task
+def run_embedding_cache_prune() -> int:
+    """Keep embedding_cache to EMBEDDING_CACHE_MAX_ENTRIES rows, least recently used out (seed 003)."""
+    from guardian_app.embeddings import prune_embedding_cache
+
+    return prune_embedding_cache()
+
+
 # --- Reflect (seeds 001, 004) ---
 def _reflect_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
     """Retries spent: the run shows the error; its checkpoint stays for the next resume or CLI run."""

@@ -427,6 +427,10 @@ RECALL_FUSION = env.str("RECALL_FUSION", default="weighted")
 RECALL_RRF_K = env.int("RECALL_RRF_K", default=60)
 # Recency is a bounded boost (at most ×(1+weight)) for questions without a time scope; durable files count as current.
 RECALL_RECENCY_WEIGHT = env.float("RECALL_RECENCY_WEIGHT", default=0.1)
+# recallMinScore (seed 004): results scoring below it are left out (0: none are).
+RECALL_MIN_SCORE = env.float("RECALL_MIN_SCORE", default=0.0)
+# embedding_cache is kept to this many rows by the embedding-cache-prune beat, least recently used first (seed 003).
+EMBEDDING_CACHE_MAX_ENTRIES = env.int("EMBEDDING_CACHE_MAX_ENTRIES", default=200_000)
 RECALL_DECAY_HALF_LIFE_DAYS = env.float("RECALL_DECAY_HALF_LIFE_DAYS", default=30)
 RECALL_VECTOR_WEIGHT = env.float("RECALL_VECTOR_WEIGHT", default=0.5)  # the seed's 0.7 lost answers (issue 22)
 RECALL_KEYWORD_WEIGHT = env.float("RECALL_KEYWORD_WEIGHT", default=0.5)

@@ -431,3 +431,39 @@ def test_the_prefix_shortlist_returns_the_exact_top_k(notes, monkeypatch):
     assert vector_search(query, label, Filters(), 3) == pytest.approx(exact)
     filtered = vector_search(query, label, Filters(file="TOOLS.md"), 3)
     assert filtered and set(filtered) <= set(MemoryChunk.objects.filter(path="TOOLS.md").values_list("id", flat=True))
+
+
+# --- Embedding cache pruning and recallMinScore -------------------------------------------------------------------
+def test_the_cache_keeps_the_most_recently_used_vectors(notes, embeddings, settings):
+    from guardian_app.embeddings import prune_embedding_cache
+    from guardian_app.tasks import run_embedding_cache_prune
+
+    index_workspace()
+    assert EmbeddingCache.objects.count() == 4
+    old = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+    EmbeddingCache.objects.update(updated_at=old)
+    used = EmbeddingCache.objects.order_by("id").first()
+    MemoryChunk.objects.update(model="", embedding=None)  # Embed again: every vector comes from the cache ...
+    index_workspace(rebuild=True)
+    assert EmbeddingCache.objects.filter(updated_at__gt=old).count() == 4  # ... and a hit counts as a use.
+    EmbeddingCache.objects.exclude(id=used.id).update(updated_at=old)
+    settings.EMBEDDING_CACHE_MAX_ENTRIES = 1
+    assert run_embedding_cache_prune() == 3
+    assert list(EmbeddingCache.objects.values_list("id", flat=True)) == [used.id]
+    assert prune_embedding_cache() == 0
+    assert prune_embedding_cache(max_entries=0) == 0  # 0: no limit.
+
+
+def test_the_prune_is_a_beat_schedule():
+    from guardian_app.schedules import SCHEDULES
+
+    assert SCHEDULES["embedding-cache-prune"] == ("guardian_app.tasks.run_embedding_cache_prune", "30 3 * * *")
+
+
+def test_recall_min_score_leaves_out_weak_results(notes, settings):
+    index_workspace()
+    everything = recall("staging server deploy", now=NOW)
+    assert len(everything.results) == 4  # Vector neighbours of the question, however weak.
+    settings.RECALL_MIN_SCORE = everything.results[1].score
+    strong = recall("staging server deploy", now=NOW)
+    assert [r.id for r in strong.results] == [r.id for r in everything.results[:2]]
