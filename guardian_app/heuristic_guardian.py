@@ -29,7 +29,7 @@ from typing import Any
 
 from django.conf import settings
 
-from guardian_app.supersede import superseded_lines
+from guardian_app.supersede import attribute, restated_line, superseded_lines
 from reflection_site.poisoning import hold_reason
 
 MODEL_NAME = "heuristic-guardian-v1"
@@ -376,6 +376,9 @@ def review_fact(
         return GuardianVerdict("refuse", f"duplicate of an existing line: {duplicate[1][:200]}")
     # A new value for an attribute the file states (home, employer, diet, editor, manager, schedule…) or a
     # negation of it replaces the old line; the old value stays in the file's history.
+    restated = restated_line(text, content)
+    if restated is not None:
+        return GuardianVerdict("refuse", f"the file already says this in other words: {restated.strip()[:200]}")
     stale = [line for line in superseded_lines(text, content) if content.count(line) == 1]
     if stale:
         edits = [{"op": "replace", "find": stale[0], "text": f"- {text}"}]
@@ -398,6 +401,8 @@ def review_fact(
             "refuse", f"a paraphrase of an existing line (WordLlama similarity): {paraphrased[:200]}"
         )
     vague = vague_reason(text)
+    if vague is not None and attribute(text) is not None:
+        vague = None  # "Is vegetarian.": one word, but the value of an attribute (diet, home, employer…).
     if vague is not None and allowed_by is None:
         return GuardianVerdict("refuse", vague)
     section = choose_section(text, content, target_file)

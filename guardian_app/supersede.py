@@ -163,18 +163,26 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("routine:{k}", r"(?P<v>[^，。,.]{1,10}?)(?P<k>起床|睡觉|健身|跑步)"),
         (
             "my:{k}",
-            r"^(?:the user's|user's|my|the agent's)\s+(?:new\s+|current\s+|former\s+)?(?P<k>[\w' -]{2,30}?)\s+(?:is|are|is now|are now|has become|is called)\s+(?P<v>.+)",
+            r"^(?:the user's|user's|my|the agent's)\s+(?:new\s+|current\s+|former\s+)?(?P<k>[\w' -]{2,30}?)\s+(?:is|is now|has become|is called)\s+(?P<v>.+)",
         ),
         ("my:{k}", r"^(?:用户|我)的?(?:新)?(?P<k>[\u4e00-\u9fff]{1,6}?)(?:是|叫)(?P<v>.+)"),
         ("name", r"^(?:prefers to be called|goes by|wants to be called|likes to be called)\s+(?P<v>.+)"),
         ("name", r"^(?:用户)?(?:希望被称为|叫)(?P<v>.+)"),
         (
             "prefers:{k}",
-            r"\bprefers?\s+(?P<v>[\w-]+)\s+(?P<k>answers|replies|responses|summaries|explanations|messages)\b",
+            r"\b(?:prefers?|likes?|loves?|wants?)\s+(?:(?:my|their|the)\s+)?(?P<k>answers|replies|responses|summaries|"
+            r"explanations|messages)\s+(?:kept\s+|to be\s+)?(?!(?:on|at|in|for|to|with|about|by|from|and|or)\b)(?P<v>[\w-]+)\b",
+        ),
+        (
+            "prefers:{k}",
+            r"\b(?:prefers?|likes?|loves?|wants?|would like)\s+(?:(?:my|their|the)\s+)?(?P<v>[\w-]+)\s+"
+            r"(?P<k>answers|replies|responses|summaries|explanations|messages)\b",
         ),
     )
 )
 _K_NORMAL = {
+    "replies": "answers",
+    "responses": "answers",
     "gets up": "wake",
     "get up": "wake",
     "wake up": "wake",
@@ -200,7 +208,8 @@ _NAMED = re.compile(
     r"^(?!(?:Now|Also|Still|Recently|Usually|Always|Never|No|Often|Just|Then|Today|Currently|Finally|Only|Rarely|"
     r"Sometimes|Nowadays|Mostly|Generally|Really|Actually|Once|Every|Each|Both|All|Most|Some|This|That|These|"
     r"Those|There|Here|When|While|Before|After|Since|Because|If|The|A|An|Her|His|Their|Our|Your|My|Its)\b)"
-    r"(?P<n>[A-Z][a-z-]+(?<![sd])(?: [A-Z][a-z-]+)?)(?:'s\s|\s+(?=[a-z]{2,}(?:s|ed)\b|is\b|has\b|was\b|no longer\b|now\b)|"
+    r"(?P<n>[A-Z][a-z-]+(?<![sd])(?: [A-Z][a-z-]+)?)(?:'s\s|\s+(?:(?:recently|now|just|also|still|currently|finally|usually|has|have)\s+)?"
+    r"(?=[a-z]{2,}(?:s|ed)\b|is\b|has\b|was\b|no longer\b|now\b)|"
     r"(?=[\u4e00-\u9fff]))"
 )
 
@@ -231,8 +240,8 @@ def _attribute(fact: str) -> Attribute | None:
                 key_name = key.format(cat=_TOOL_TO_CATEGORY.get(value, value))
             elif "{k}" in key:
                 k = " ".join((groups.get("k") or "").split())
-                if k in _POSSESSIONS_NOT_KEYED or (key.startswith("my:") and k.endswith("s")):
-                    continue  # Plural or open-ended ("my kids are…", "my hobbies are…"): no single value.
+                if k in _POSSESSIONS_NOT_KEYED:
+                    continue  # Open-ended ("my hobby is…"): no single value. Plurals ("my kids are") never match.
                 key_name = key.format(k=_K_NORMAL.get(k, k))
             else:
                 key_name = key
@@ -260,3 +269,18 @@ def superseded_lines(fact: str, content: str) -> list[str]:
         elif not same_value:
             stale.append(line)
     return stale
+
+
+def restated_line(fact: str, content: str) -> str | None:
+    """The line of ``content`` that already states ``fact``'s attribute with the same value ("Likes concise
+    answers." after "Prefers concise answers."), or None."""
+    new = attribute(fact)
+    if new is None or new.negated:
+        return None
+    for line in (content or "").splitlines():
+        if not line.strip() or _HEADING_RE.match(line):
+            continue
+        old = attribute(line)
+        if old is not None and not old.negated and old.key == new.key and old.value == new.value:
+            return line
+    return None

@@ -31,6 +31,8 @@ class Command(BaseCommand):
     ACTIONS: dict[str, str] = {
         "index": "Bring the recall index up to date with the workspace's Markdown.",
         "recall": "Print the best facts for a query, with their file and lines.",
+        "eval": "Replay a labelled conversation corpus through the pipeline on a scratch workspace and print "
+        "captured, stale, duplicates, misattributed, poison, small talk and secrets written (nothing is kept).",
         "eval-recall": "Measure recall@5/@10 on public data beside plain FTS5 bm25 (nothing is kept).",
         # Reflect (seeds 001, 004):
         "reflect": "Update entity pages and opinions from the facts of a period (audited writes).",
@@ -296,6 +298,55 @@ class Command(BaseCommand):
                 raise CommandError("REPORT_WEBHOOK_URL is not set.")
             queue_delivery(report.day, force=True)
             self.stderr.write(f"Queued the report of {report.day} for the webhook.")
+
+    # --- eval (issue 21) ----------------------------------------------------------------------------------
+    def add_eval_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "corpus",
+            nargs="?",
+            help="A JSONL corpus, one session a line (default: the shipped tests/fixtures/memory_eval/conversations.jsonl).",
+        )
+        parser.add_argument("--split", help="Replay only the sessions of this split (dev, heldout).")
+        parser.add_argument("--owner", action="append", help="An owner sender id (else the first sender seen).")
+        parser.add_argument("--problems", action="store_true", help="List every miss, stale line and leak.")
+        parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+
+    def handle_eval(self, options: dict[str, Any]) -> None:
+        from pathlib import Path
+
+        from django.conf import settings
+
+        from guardian_app.memory_eval import load_corpus, replay
+
+        corpus = Path(options["corpus"] or Path(settings.BASE_DIR) / "tests/fixtures/memory_eval/conversations.jsonl")
+        try:
+            sessions = load_corpus(corpus)
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"{corpus}: {exc}") from exc
+        if options["split"]:
+            sessions = [s for s in sessions if s.get("split") == options["split"]]
+            if not sessions:
+                raise CommandError(f"no session of split {options['split']!r} in {corpus}")
+        from django.db import DatabaseError
+
+        try:
+            report = replay(sessions, owner_ids=options["owner"])
+        except DatabaseError as exc:
+            raise CommandError(f"the database is not ready ({exc}); run `python manage.py migrate` first") from exc
+        if options["json"]:
+            self.stdout.write(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+            return
+        self.stdout.write(f"memory eval of {corpus} ({report.mode}, {report.turns_per_s:.0f} turns/s)")
+        header = f"{'split':<8} {'turns':>5} {'captured':>9} {'stale':>6} {'dupl.':>6} {'misattr.':>8} "
+        self.stdout.write(header + f"{'poison':>7} {'smalltalk':>9} {'secrets':>7}")
+        for name, f in report.splits.items():
+            self.stdout.write(
+                f"{name:<8} {f.turns:>5} {f.captured:>9.3f} {f.stale:>6} {f.duplicates:>6} {f.misattributed:>8} "
+                f"{f.poison_written:>7} {f.smalltalk_written:>9} {f.secrets_written:>7}"
+            )
+        if options["problems"]:
+            for problem in report.splits["all"].problems:
+                self.stdout.write(f"  {problem}")
 
 
 def _parse_day(value: str | None) -> Any:
