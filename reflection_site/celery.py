@@ -6,12 +6,14 @@ import gc
 import importlib
 import logging
 import os
+import signal
+import sys
 import threading
 import time
 from typing import Any
 
 from celery import Celery, bootsteps
-from celery.signals import task_prerun, worker_ready
+from celery.signals import beat_embedded_init, task_prerun, worker_ready
 from kombu.exceptions import OperationalError
 from kombu.utils.imports import symbol_by_name
 from kombu.utils.uuid import uuid
@@ -77,6 +79,21 @@ class Heartbeat(bootsteps.StartStopStep):
 
 
 app.steps["worker"].add(Heartbeat)
+
+
+@beat_embedded_init.connect
+def _end_with_the_worker(**kwargs: Any) -> None:
+    """The beat that ``worker --beat`` runs in a child process is told to end (SIGTERM) when the worker's main process
+    dies. A worker killed with SIGKILL (by the OOM killer, or by the integration test) left its beat running as an
+    orphan, so the worker supervisord started in its place ran a second beat beside it: every schedule twice (issue
+    16). Its pool processes end by themselves (their pipe to the main process closes); the beat has no such pipe."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM) != 0:
+        logger.warning("beat: cannot ask to end with the worker (prctl errno %d)", ctypes.get_errno())
 
 
 @worker_ready.connect

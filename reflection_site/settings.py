@@ -232,7 +232,8 @@ if not REDIS_URL:
         "polling_interval": env.float("CELERY_BROKER_POLLING_INTERVAL_S", default=0.02),
         "busy_polling_interval": env.float("CELERY_BROKER_BUSY_POLLING_INTERVAL_S", default=0.002),
     }
-    CELERY_BROKER_TRANSPORT = "reflection_site.broker:FilesystemTransport"
+    # The kombu transport class of the embedded broker; benchmarks/broker.py sets the one of before issue 16.
+    CELERY_BROKER_TRANSPORT = env.str("CELERY_BROKER_TRANSPORT", default="reflection_site.broker:FilesystemTransport")
 else:
     # Seconds before Redis hands a message that a dead worker held (acks_late) to another worker; a
     # worker starting up restores such messages too. Longer than any task runs (CELERY_TASK_TIME_LIMIT).
