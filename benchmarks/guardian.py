@@ -136,6 +136,7 @@ def env_for(database: str, workspace: Path) -> dict[str, str]:
         GUARDIAN_LOCK_TIMEOUT_S="300",
         SQLITE_BUSY_TIMEOUT_MS="60000",
     )
+    env.setdefault("WORKSPACE_PROFILE", "seed")  # A 100 KB USER.md: past what the openclaw profile lets grow.
     if database == "postgresql":
         env["DATABASE_URL"] = PG_URL
     return env

@@ -71,6 +71,7 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="reflect-bench-"))
     workspace = base / "home"
     os.environ["WORKSPACE_DIR"] = str(workspace)
+    os.environ.setdefault("WORKSPACE_PROFILE", "seed")  # Its workspace is written in the seed's layout (bank/).
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reflection_site.settings")
     os.environ["LOG_LEVEL"] = "WARNING"
     os.environ["LLM_BASE_URL"] = ""

@@ -97,6 +97,7 @@ def run_child(database: str, size: str, section: str, repeat: int, *, url: str |
     env = {**os.environ, "DATABASE_URL": url or db_url(database, size), "SCALE_CHILD": section}
     if section == "rollback":
         env.update(WORKSPACE_DIR=tempfile.mkdtemp(prefix="scale-rollback-"), LLM_BASE_URL="", LOG_LEVEL="WARNING")
+        env.setdefault("WORKSPACE_PROFILE", "seed")  # A 100 KB USER.md: past what the openclaw profile lets grow.
     out = subprocess.run(
         [sys.executable, __file__, "--child", section, "--repeat", str(repeat)],
         env=env, cwd=ROOT, capture_output=True, text=True,
