@@ -164,3 +164,30 @@ def test_periodic_jobs_run_by_hand(dataset, settings):
     assert "Deleted 1 old" in run("prune-exports")  # the 2020 file is past the 30 days
     assert "Would delete" in run("retention", "--dry-run")
     assert "Requeued 0" in run("sweep-exports")
+
+
+def test_evaluate_prints_whole_labels_in_the_confusion_matrix(dataset):
+    DatasetSample.objects.update(annotation_status="approved")
+
+    output = run("evaluate", "--offline", "--split", "all")
+
+    header = output.split("columns: predicted)\n", 1)[1].splitlines()[0]
+    assert "UPDATE_USER" in header.split() and "UPDATE_USE " not in header + " "
+
+
+def test_evaluate_explains_an_empty_split(settings):
+    from dataset_app.exporters import split_of
+
+    settings.DATASET_TRAIN_SPLIT = 0.8
+    for _ in range(40):  # samples until one falls in train: then the validation split may hold none of them
+        sample = SampleFactory(annotation_status="approved")
+        if split_of(sample.id, 0.8) == "validation":
+            sample.delete()
+    approved = DatasetSample.objects.count()
+    assert approved > 0
+
+    output = run("evaluate", "--offline", "--split", "validation")
+
+    assert "No approved gate sample falls in the validation split" in output
+    assert f"but {approved} approved sample(s)" in output and "--split all" in output
+    assert "No approved guardian samples yet" in run("evaluate", "--offline", "--stage", "guardian")

@@ -464,6 +464,7 @@ class Command(BaseCommand):
         finally:
             bar.close()
         if options["json"]:
+            import reflection_site.api  # noqa: F401 - first: its routers import the app schemas (an import cycle)
             from dataset_app.schemas import EvaluationOut
 
             self._json(EvaluationOut.from_orm(run).dict())
@@ -476,7 +477,7 @@ class Command(BaseCommand):
             )
         )
         if not run.sample_count:
-            self.stdout.write("  No approved samples in this split. Approve some (dataset review) and try again.")
+            self.stdout.write(self._empty_split_hint(run))
             return
         self.stdout.write(f"  {'LABEL':<16} {'PRECISION':>9} {'RECALL':>7} {'F1':>6} {'SUPPORT':>8}")
         for label, m in run.metrics.items():
@@ -487,10 +488,26 @@ class Command(BaseCommand):
         labels = run.confusion.get("labels", [])
         matrix = run.confusion.get("matrix", [])
         used = [i for i, _ in enumerate(labels) if any(matrix[i]) or any(row[i] for row in matrix)]
+        width = max([len(labels[j]) for j in used] + [5]) + 2  # whole labels: UPDATE_USER, UPDATE_IDENTITY
         self.stdout.write("  confusion (rows: expected, columns: predicted)")
-        self.stdout.write("  " + " " * 16 + "".join(f"{labels[j][:10]:>11}" for j in used))
+        self.stdout.write("  " + " " * width + "".join(f"{labels[j]:>{width}}" for j in used))
         for i in used:
-            self.stdout.write(f"  {labels[i]:<16}" + "".join(f"{matrix[i][j]:>11}" for j in used))
+            self.stdout.write(f"  {labels[i]:<{width}}" + "".join(f"{matrix[i][j]:>{width}}" for j in used))
+
+    @staticmethod
+    def _empty_split_hint(run: Any) -> str:
+        """Why a run found no sample: none approved for the stage, or all of them on the other side of the split."""
+        from dataset_app.evaluate import evaluation_samples
+
+        everywhere = sum(1 for _ in evaluation_samples(stage=run.stage, split="all", train_split=run.train_split))
+        if not everywhere:
+            return f"  No approved {run.stage} samples yet. Approve some (dataset review) and try again."
+        return (
+            f"  No approved {run.stage} sample falls in the {run.split} split, but {everywhere} approved sample(s) "
+            f"fall in the other one. Each sample goes to train or validation by a hash of its id "
+            f"(DATASET_TRAIN_SPLIT={run.train_split:g}, the same split as exports), so a handful of samples may all "
+            f"land on one side. Use --split all to evaluate on every approved sample."
+        )
 
     # --- periodic jobs by hand --------------------------------------------------------------------
     def handle_export_conversations(self, options: dict[str, Any]) -> None:
