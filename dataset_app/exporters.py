@@ -310,7 +310,7 @@ class HashingFile:
 
     def __init__(self, path: Path):
         self.path = path
-        self.fh: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self.fh: BinaryIO = open_private(path)
         self.sha256 = hashlib.sha256()
         self.size = 0
         self.count = 0
@@ -576,6 +576,15 @@ def make_writer(export_format: str, out: HashingFile, *, include_pii: bool = Fal
 
 def export_dir() -> Path:
     return Path(settings.DATASET_EXPORT_DIR) if settings.DATASET_EXPORT_DIR else Path(settings.DATA_DIR) / "exports"
+
+
+def open_private(path: Path) -> BinaryIO:
+    """A new (or emptied) file for an export, readable by its owner only (0600): exports hold conversations, and
+    PII when ``include_pii``. Its folder is created 0700."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)  # A file left by an older release keeps its inode: tighten it too.
+    return os.fdopen(fd, "wb")
 
 
 def file_paths(directory: Path, name: str, export_format: str) -> dict[str, Path]:
@@ -887,7 +896,7 @@ def write_export(export: DatasetExport, *, progress: Progress | None = None) -> 
     parts = {split: path.with_name(path.name + ".part") for split, path in paths.items()}
     outs: dict[str, HashingFile] = {}
     try:
-        paths["train"].parent.mkdir(parents=True, exist_ok=True)
+        paths["train"].parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with reading_without_mmap():
             total = selected_samples(export).count()
             rejected = _matching(export).filter(annotation_status=AnnotationStatus.REJECTED).count()

@@ -7,6 +7,7 @@ Code reads ``settings.NAME``; ``env(...)`` appears in this module only.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import hashlib
 import os
@@ -54,7 +55,23 @@ WORKSPACE_DIR = Path(env.str("WORKSPACE_DIR", default=str(BASE_DIR / "var" / "wo
 WORKSPACE_OWNER_IDS = env.list("WORKSPACE_OWNER_IDS", default=[])
 # storage.sqlite.dbPath lives here, beside exports/.
 DATA_DIR = WORKSPACE_DIR / ".openclaw-reflection"
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _owner_only(path: Path, mode: int) -> None:
+    """Tighten a file or folder of ours to ``mode`` (0700/0600): the data dir holds the database, the secret key
+    and the exports (with PII unless redacted), and a folder made 0755 by an older release kept them readable."""
+    try:
+        st = path.stat()
+        if st.st_uid == os.geteuid() and st.st_mode & 0o777 != mode:
+            os.chmod(path, mode)
+    except OSError:  # Absent, or not ours: nothing to tighten.
+        pass
+
+
+# Owner only: whatever is created inside (the database and its WAL, broker messages, exports, locks, the cache) is
+# out of other users' reach whatever the process umask, which stays the operator's for the memory files.
+_owner_only(DATA_DIR, 0o700)
 
 
 def _ignored_by_git(folder: Path) -> None:
@@ -167,6 +184,14 @@ SQLITE_PATH = DATA_DIR / "reflection.db"  # storage.sqlite.dbPath
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
 DATABASE_IS_SQLITE = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
 if DATABASE_IS_SQLITE:
+    # Created 0600 before SQLite opens it (SQLite gives the -wal and -shm files the database's mode); an older
+    # 0644 file and its companions are tightened.
+    _db_path = Path(DATABASES["default"]["NAME"])
+    if str(_db_path) != ":memory:" and _db_path.parent.is_dir():
+        with contextlib.suppress(FileExistsError, PermissionError):
+            os.close(os.open(_db_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        for _suffix in ("", "-wal", "-shm", "-journal"):
+            _owner_only(Path(f"{_db_path}{_suffix}"), 0o600)
     _pragmas = [
         # First: it takes effect only on a new database file, before anything writes its first page, and
         # switching to WAL writes it (an old file keeps its mode; retention runs the incremental vacuum).
