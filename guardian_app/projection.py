@@ -41,6 +41,7 @@ CATEGORY_TITLES = {
     "soul": "SOUL.md (how the agent behaves)",
     "identity": "IDENTITY.md (who the agent is)",
     "tools": "TOOLS.md (tools and commands)",
+    "agents": "AGENTS.md (the agent's instructions; its ## Tools holds tool facts in the openclaw profile)",
     "daily-log": "Daily logs",
     "entities": "Entity pages",
     "bank": "Bank pages",
@@ -51,6 +52,7 @@ _FILE_CATEGORY = {
     "SOUL.md": "soul",
     "IDENTITY.md": "identity",
     "TOOLS.md": "tools",
+    "AGENTS.md": "agents",
 }
 MAX_PER_CATEGORY = 500
 TOP_USED = 5

@@ -137,7 +137,9 @@ class AuditDetailOut(AuditOut):
 
 class AuditFilter(Schema):
     session: str | None = Field(None, description="Session id.")
-    file: str | None = Field(None, description="MEMORY.md, USER.md, SOUL.md, IDENTITY.md or TOOLS.md.")
+    file: str | None = Field(
+        None, description="A memory file of the workspace profile (GET /guardian/files lists them), or a bank page."
+    )
     status: Literal["written", "refused", "failed", "skipped", "rolled_back"] | None = None
     since: TimestampParam | None = Field(None, description="Epoch milliseconds or ISO 8601.")
     until: TimestampParam | None = None
