@@ -604,17 +604,26 @@ class WriteGuardianAuditAdmin(ReadOnlyAdmin):
         if request.POST.get("confirm") == "yes":
             form = BulkRollbackForm(request.POST)
             if form.is_valid():
-                done, failed = 0, []
+                done, failed, changes = 0, [], []
                 for audit in written:  # Newest first, so a later write is undone before an earlier one.
                     try:
-                        rollback_write(
+                        rollback = rollback_write(
                             audit, reason=form.cleaned_data["reason"], requested_by=request.user.get_username()
                         )
                         done += 1
+                        changes.append(rollback.change)
                     except GuardianError as exc:
                         failed.append(f"{audit.id}: {exc}")
                 if done:
-                    self.message_user(request, f"Rolled back {done} write(s).", messages.SUCCESS)
+                    removed = sum(len(c.removed) for c in changes)
+                    restored = sum(len(c.restored) for c in changes)
+                    unchanged = sum(1 for c in changes if not c.changed)
+                    tail = f"; {unchanged} of them changed nothing (their lines were already gone)" if unchanged else ""
+                    self.message_user(
+                        request,
+                        f"Rolled back {done} write(s): {removed} line(s) removed, {restored} restored{tail}.",
+                        messages.SUCCESS,
+                    )
                 for line in failed:
                     self.message_user(request, line, messages.ERROR)
                 return None

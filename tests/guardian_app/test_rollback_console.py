@@ -198,3 +198,16 @@ def test_a_reason_given_is_kept(written_audit):
     assert Rollback.objects.get().reason == "wrong file"
     with pytest.raises(CommandError, match="already rolled back"):
         run("rollback", written_audit.id)
+
+
+def test_the_bulk_rollback_reports_the_lines_it_removed(operator, write, user_md):
+    a = write("Prefers green tea in the afternoon.")
+    b = write("Enjoys chess problems in the evening.")
+    url = reverse("admin:guardian_app_writeguardianaudit_changelist")
+    done = operator.post(
+        url, {"action": "rollback_selected", "_selected_action": [a.id, b.id], "confirm": "yes", "reason": "bad"}
+    )
+    messages = [str(m) for m in done.wsgi_request._messages]
+    # The newest first: its line; then the first write, which created the file: its heading, blank line and line.
+    assert messages == ["Rolled back 2 write(s): 4 line(s) removed, 0 restored."]
+    assert not user_md.exists()
