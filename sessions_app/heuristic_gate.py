@@ -1149,6 +1149,9 @@ def _user_en(clause: str, *, greeted: bool) -> _Finding | None:
         return None
     if _CHANGE_NOT_EN.match(clause):
         return _Finding(NO_WRITE, None, "About this conversation, not a change in the user's life.", 0.6)
+    if matched[0] == _USER_RULES_EN[0][0] and _mentions_tools(clause):
+        # "I switched from vim to Emacs": a change of tool goes where the tool facts are, so it can replace them.
+        return _write("UPDATE_TOOLS", _finish_en(_rewrite(clause)), "A change of the user's tools.", matched[1])
     if _TRANSIENT_EN.search(clause):
         return _Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)
     return _write("UPDATE_USER", _user_fact_en(clause), f"About the user: {matched[0]}.", matched[1])

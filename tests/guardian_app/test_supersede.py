@@ -20,7 +20,6 @@ Status = WriteGuardianAudit.Status
         ("Lives in Berlin.", "I moved to Lisbon.", "Berlin", "Lisbon"),
         ("Works at Google.", "I now work at Stripe.", "Google", "Stripe"),
         ("Is vegetarian.", "I'm not vegetarian anymore.", "Is vegetarian.", "not vegetarian"),
-        ("The user uses vim as their editor.", "I switched from vim to Emacs.", "vim as", "Emacs"),
         ("The user's manager is Priya.", "My new manager is Tom.", "Priya", "Tom"),
         ("Wakes up at 6am.", "I now wake up at 7am.", "6am", "7am"),
         ("用户住在北京。", "我搬到了上海。", "北京", "上海"),
@@ -41,6 +40,16 @@ def test_a_new_value_or_a_negation_replaces_the_old_line(write, user_md, old, me
     assert text.count("\n- ") == 2  # Replaced, not appended beside.
     # The old value stays in the file's history.
     assert old in FileSnapshot.objects.get(id=audit.before_snapshot_id).content
+
+
+def test_a_change_of_tool_replaces_the_tool_line_where_tool_facts_are(write, workspace):
+    verdict = classify_turn("I switched from vim to Emacs.")
+    assert verdict.decision == "UPDATE_TOOLS"
+    first = write("The user uses vim as their editor.", file="TOOLS.md")
+    audit = write(verdict.candidate_fact, file="TOOLS.md")
+    assert audit.edits[0]["op"] == "replace"
+    text = (workspace / first.target_file).read_text()
+    assert "Emacs" in text and "uses vim" not in text
 
 
 def test_the_replacement_rolls_back_to_the_old_value(write, user_md):
