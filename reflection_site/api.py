@@ -79,8 +79,8 @@ def authenticate_key(token: str) -> ApiKeyModel | None:
     if key is None or not hmac.compare_digest(key.key_hash, ApiKeyModel.hash_key(token)):
         return None
     now = timezone.now()
-    # One write per key every few minutes, not one per request.
-    if key.last_used_at is None or now - key.last_used_at > dt.timedelta(minutes=5):
+    # One write per key a minute, not one per request: `apikey list` and the admin show it to the minute.
+    if key.last_used_at is None or now - key.last_used_at >= ApiKeyModel.LAST_USED_RESOLUTION:
         ApiKeyModel.objects.filter(id=key.id).update(last_used_at=now)
     return key
 

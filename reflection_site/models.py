@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import secrets
 
@@ -45,13 +46,15 @@ class ApiKey(models.Model):
         OPERATE = "operate", "roll back, retry, run jobs"
         ANNOTATE = "annotate", "review dataset samples"
 
+    LAST_USED_RESOLUTION = dt.timedelta(minutes=1)  # ``last_used_at`` is written at most once a minute
+
     id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
     name = models.CharField(max_length=100, unique=True)
     prefix = models.CharField(max_length=12, unique=True, help_text="The key's visible start, used to find it.")
     key_hash = models.CharField(max_length=64, help_text="SHA-256 of the whole key; the key itself is never stored.")
     scopes = models.JSONField(default=list)
     created_at = models.DateTimeField(default=timezone.now)
-    last_used_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)  # to the minute: LAST_USED_RESOLUTION
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     objects = ApiKeyQuerySet.as_manager()

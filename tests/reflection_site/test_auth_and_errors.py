@@ -110,3 +110,25 @@ def test_openapi_docs_are_served(api_client):
     schema = api_client.get("/api/openapi.json").json()
     assert "/api/v1/turns" in schema["paths"]
     assert api_client.get("/api/docs").status_code == HTTPStatus.OK
+
+
+def test_apikey_list_shows_when_a_key_was_last_used_to_the_minute(capsys):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    call_command("apikey", "create", "agent-2", "--scope", "read")
+    raw = capsys.readouterr().out.strip().splitlines()[-1]
+    call_command("apikey", "list")
+    assert capsys.readouterr().out.splitlines()[1].rstrip().endswith("never")
+
+    earlier = timezone.now() - dt.timedelta(seconds=61)
+    ApiKey.objects.filter(name="agent-2").update(last_used_at=earlier)
+    assert ApiClient(raw).get("/api/v1/sessions").status_code == HTTPStatus.OK
+    call_command("apikey", "list")
+
+    out = capsys.readouterr().out.splitlines()
+    assert "LAST USED (to the minute)" in out[0]
+    stamped = ApiKey.objects.get(name="agent-2").last_used_at
+    assert stamped > earlier + dt.timedelta(seconds=60)
+    assert out[1].rstrip().endswith(timezone.localtime(stamped).strftime("%Y-%m-%d %H:%M"))

@@ -172,7 +172,7 @@ def test_the_matrix_covers_every_operation_and_scope() -> None:
 
 # --- Reads do not write (issue 18) ----------------------------------------------------------------------------
 def _database_state() -> dict[str, list[dict[str, Any]]]:
-    """Every row of every table but the keys' own (authentication stamps ``last_used_at`` at most every 5 min)."""
+    """Every row of every table but the keys' own (authentication stamps ``last_used_at`` at most once a minute)."""
     return {
         model._meta.label: list(model._default_manager.order_by("pk").values())
         for model in apps.get_models()

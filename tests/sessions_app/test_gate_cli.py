@@ -172,3 +172,14 @@ def test_rollup_stores_the_days(make_decision):
 
     assert "Stored statistics for 1 day(s)" in gate("rollup")
     assert MemoryGateStats.objects.get(date=timezone.localdate()).total_decisions == 1
+
+
+def test_stats_leaves_out_days_without_a_decision_and_says_so(make_decision):
+    make_decision("UPDATE_USER", session_id="channel:t:a", latency=100)
+
+    daily = gate("stats", "--daily", "--days", "14")
+
+    dates = [line.split()[0] for line in daily.splitlines() if line[:4].isdigit()]
+    assert dates == [timezone.localdate().isoformat()]
+    assert "(13 day(s) of the period without a decision are not shown; --json has them.)" in daily
+    assert len(json.loads(gate("stats", "--json", "--days", "14"))["rows"]) == 14

@@ -52,10 +52,10 @@ class Command(BaseCommand):
         if not rows:
             self.stdout.write("No API keys. Create one with: python manage.py apikey create NAME --scope read")
             return
-        self.stdout.write(f"{'NAME':<24} {'PREFIX':<10} {'SCOPES':<32} {'STATE':<8} LAST USED")
+        self.stdout.write(f"{'NAME':<24} {'PREFIX':<10} {'SCOPES':<32} {'STATE':<8} LAST USED (to the minute)")
         for key in rows:
             state = "active" if key.is_active else "revoked"
-            used = key.last_used_at.isoformat(timespec="seconds") if key.last_used_at else "never"
+            used = timezone.localtime(key.last_used_at).strftime("%Y-%m-%d %H:%M") if key.last_used_at else "never"
             self.stdout.write(f"{key.name:<24} {key.prefix:<10} {','.join(key.scopes):<32} {state:<8} {used}")
 
     def handle_revoke(self, options: dict[str, Any]) -> None:

@@ -238,7 +238,11 @@ class Command(BaseCommand):
         }[period]
         headers = [label, "TOTAL", "NO_WRITE", "MEMORY", "USER", "SOUL", "IDENTITY", "TOOLS", "AVG MS"]
         rows = []
+        quiet = 0
         for row in stats["rows"]:
+            if period != "session" and not row["total_decisions"]:
+                quiet += 1  # a day or week without a decision: counted below, not a row of zeros
+                continue
             rows.append(
                 [
                     row[key],
@@ -257,6 +261,9 @@ class Command(BaseCommand):
         if period != "session":
             headers.insert(1, "SESSIONS")
         self.stdout.write(_table(rows, headers) if rows else "No decisions in this period.")
+        if rows and quiet:
+            unit = "day" if period == "daily" else "week"
+            self.stdout.write(f"({quiet} {unit}(s) of the period without a decision are not shown; --json has them.)")
         self.stdout.write("")
         latency = [[r["decision"], r["count"], r["avg_latency_ms"]] for r in stats["by_decision"]]
         self.stdout.write(_table(latency, ["DECISION", "COUNT", "AVG LATENCY MS"]))
