@@ -22,6 +22,8 @@ export class TurnSender {
     this.timeoutMs = options.timeoutMs ?? 5000;
     this.queueFile = options.queueFile;
     this.maxQueuedTurns = options.maxQueuedTurns ?? 10000;
+    // OpenClaw gives an agent_end handler 30 s: a long queue is sent a slice per turn, within this budget.
+    this.flushBudgetMs = options.flushBudgetMs ?? 10000;
     this.logger = options.logger ?? {};
     this.fetch = options.fetch ?? globalThis.fetch;
     this.flushing = null;
@@ -103,14 +105,17 @@ export class TurnSender {
     renameSync(temporary, this.queueFile); // Atomic: a crash leaves the old queue or the new one.
   }
 
-  /** Send what is queued until the first turn that still cannot go; true when some are left. */
+  /** Send what is queued until the first turn that still cannot go or the budget is spent; true when some are
+   * left. */
   async flush() {
     if (this.flushing) return this.flushing;
     this.flushing = (async () => {
       const items = this.readQueue();
       if (items.length === 0) return false;
+      const deadline = Date.now() + this.flushBudgetMs;
       let done = 0;
       for (const item of items) {
+        if (done > 0 && Date.now() > deadline) break; // At least one per turn, so the queue always moves.
         const outcome = await this.post(item.body);
         if (outcome === "retry") break;
         done += 1;

@@ -138,3 +138,20 @@ test("the queue keeps at most maxQueuedTurns, dropping the oldest", async () => 
     ["b", "c"],
   );
 });
+
+test("a long queue is sent a slice per turn, within the flush budget", async () => {
+  const queueFile = join(mkdtempSync(join(tmpdir(), "oc-q-")), "turns.jsonl");
+  const reflection = await fakeReflection();
+  const sender = new TurnSender({ baseUrl: reflection.url, queueFile, flushBudgetMs: 0, logger: {} });
+  for (const id of ["a", "b", "c"]) sender.enqueue({ user_message: { id } });
+  assert.equal(await sender.send({ user_message: { id: "d" } }), "queued"); // One sent, the rest wait their turn.
+  await reflection.close();
+  assert.deepEqual(
+    reflection.received.map((r) => r.body.user_message.id),
+    ["a"],
+  );
+  assert.deepEqual(
+    sender.readQueue().map((item) => item.body.user_message.id),
+    ["b", "c", "d"],
+  );
+});
