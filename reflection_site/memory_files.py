@@ -49,7 +49,11 @@ OPENCLAW_FILES: tuple[str, ...] = ("MEMORY.md", "USER.md", "SOUL.md", "IDENTITY.
 ALL_FILES: tuple[str, ...] = (*SEED_FILES, "AGENTS.md")
 # A file name (any profile) to its decision: a correction or an audit naming a file maps back to one.
 DECISION_FOR_FILE: Mapping[str, str] = MappingProxyType(
-    {name: decision for mapping in (SEED_FILE_FOR_DECISION, OPENCLAW_FILE_FOR_DECISION) for decision, name in mapping.items()}
+    {
+        name: decision
+        for mapping in (SEED_FILE_FOR_DECISION, OPENCLAW_FILE_FOR_DECISION)
+        for decision, name in mapping.items()
+    }
 )
 
 # OpenClaw 2026.9.6, dist/bootstrap-*.mjs: DEFAULT_BOOTSTRAP_MAX_CHARS = 2e4, USER_BOOTSTRAP_MAX_CHARS = 4e3.
@@ -154,6 +158,7 @@ def over_limit(profile_: Profile, name: str, before: str | None, after: str) -> 
     if size <= limit or size <= prompt_chars(before):
         return None
     return (
-        f"{name} would be {size:,} characters, past the {limit:,} that {profile_.name} loads into the agent's "
-        f"prompt (it cuts the rest off); consolidate {name} first (merge or remove old lines), then retry"
+        f"{name} would be {size:,} characters, past the {limit:,} that OpenClaw loads into the agent's prompt "
+        f"(it cuts the rest off, WORKSPACE_PROFILE={profile_.name}); consolidate {name} first (merge or remove old "
+        "lines), then retry"
     )
