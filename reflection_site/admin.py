@@ -20,6 +20,7 @@ logger = logging.getLogger(__name__)
 
 admin.site.site_header = "Reflection"
 admin.site.site_title = "Reflection"
+admin.site.site_url = "/"  # "View site": the landing page (admin, API docs, health)
 admin.site.index_title = "Agent memory, audited"
 
 
