@@ -237,13 +237,21 @@ def list_files(request: HttpRequest) -> dict[str, Any]:
     return {"profile": memory_files.active().name, "files": workspace.profile_files()}
 
 
-@router.get("/guardian/files/{file_name}", response={200: FileOut, **_ERRORS}, url_name="get_memory_file")
+@router.get(
+    "/guardian/files/{file_name}", response={200: FileOut, 409: ErrorOut, **_ERRORS}, url_name="get_memory_file"
+)
 def get_file(request: HttpRequest, file_name: str) -> dict[str, Any]:
-    """The file as it is on disk now, its SHA-256, and whether it changed since Reflection last saw it."""
+    """The file as it is on disk now, its SHA-256, and whether it changed since Reflection last saw it. A 409
+    `unsafe_file` when its path holds a symbolic link, a FIFO or another non-regular file: nothing is read through
+    it, and it is recorded as a drift finding."""
     return workspace.current_state(file_name)
 
 
-@router.get("/guardian/files/{file_name}/history", response={200: list[VersionOut], **_ERRORS}, url_name="file_history")
+@router.get(
+    "/guardian/files/{file_name}/history",
+    response={200: list[VersionOut], 409: ErrorOut, **_ERRORS},
+    url_name="file_history",
+)
 @paginate(CursorPagination, ordering=("-seq",))
 def file_history(request: HttpRequest, file_name: str, filters: Query[HistoryFilter]) -> QuerySet[FileVersion]:
     """Every version of the file, newest first: writes, rollbacks, hand edits and the first sighting, each
@@ -251,4 +259,7 @@ def file_history(request: HttpRequest, file_name: str, filters: Query[HistoryFil
     next drift check (beat entry `workspace-drift-check`) or write; `GET /guardian/files/{name}` tells whether
     the file changed by hand since."""
     name = workspace.canonical_name(file_name)
+    unsafe = workspace.refusal_of(name)
+    if unsafe is not None:  # A link or a FIFO in its place: 409 (the admin keeps showing the history).
+        raise unsafe
     return queries.file_history(name, kind=filters.kind, since=filters.since, until=filters.until)
