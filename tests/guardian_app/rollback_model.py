@@ -311,7 +311,6 @@ class RollbackModel(RuleBasedStateMachine):
     )
     def write(self, name: str, session: str, words: list[str]) -> None:
         self.counter += 1
-        ws.check_drift([name])
         self.look(name)
         pre = self.disk(name)
         fact = f"{words[0].title()} {words[1]} likes {words[2]} {words[3]} (day {self.counter})."
@@ -324,13 +323,16 @@ class RollbackModel(RuleBasedStateMachine):
         new_fact=st.booleans(),
         words=st.lists(st.sampled_from(WORDS), min_size=4, max_size=4, unique=True),
     )
-    def retry(self, pick: int, new_fact: bool, words: list[str]) -> None:
+    def retry_or_correct(self, pick: int, new_fact: bool, words: list[str]) -> None:
+        """A retry (with the audit's fact or a new one), or every third time a correction (changes no file)."""
+        if pick % 3 == 0:
+            self.correction(pick // 3, new_fact)
+            return
         audit = self.pick_audit(pick, written_only=False)
         if audit is None:
             return
         self.counter += 1
         name = audit.target_file
-        ws.check_drift([name])
         self.look(name)
         pre = self.disk(name)
         fact = f"{words[0].title()} {words[1]} likes {words[2]} {words[3]} (day {self.counter})." if new_fact else None
@@ -343,7 +345,6 @@ class RollbackModel(RuleBasedStateMachine):
         self.record_write(new, name, pre)
         self.step(f"retry_{new.status}")
 
-    @rule(pick=st.integers(0, 10_000), refused=st.booleans())
     def correction(self, pick: int, refused: bool) -> None:
         audit = self.pick_audit(pick, written_only=False)
         if audit is None:
@@ -395,9 +396,28 @@ class RollbackModel(RuleBasedStateMachine):
             self.path(name).write_text("".join(line.text for line in new))
         self.step(f"hand_{how}")
 
+    def edited_writes(self) -> list[str]:
+        """Written audits with a line edited since (inside it, by hand or by a later write) in the file."""
+        found: set[str] = set()
+        for name in FILES:
+            for line in self.model[name] or []:
+                if line.content:
+                    found |= {a.owner[1] for a in line.ancestors() if a.owner[0] == "write" and a.content}
+        return sorted(
+            found & set(WriteGuardianAudit.objects.filter(status=Status.WRITTEN).values_list("id", flat=True))
+        )
+
     @rule(pick=st.integers(0, 10_000), any_audit=st.integers(0, 9), force=st.booleans())
     def rollback(self, pick: int, any_audit: int, force: bool) -> None:
-        audit = self.pick_audit(pick, written_only=any_audit != 0)
+        # Mostly a written audit, a third of the time one with a later edit inside its lines (where conflicts and
+        # forced rollbacks come from), sometimes any audit (rolled back, refused: those are refused).
+        edited = self.edited_writes() if any_audit in (1, 2, 3) else []
+        if edited:
+            audit = WriteGuardianAudit.objects.select_related("before_snapshot", "after_snapshot").get(
+                id=edited[pick % len(edited)]
+            )
+        else:
+            audit = self.pick_audit(pick, written_only=any_audit != 0)
         if audit is None:
             return
         name = audit.target_file
