@@ -293,6 +293,21 @@ def skill_path(name: str) -> Path:
     return path
 
 
+def _existing_text(path: Path, rel: str) -> str | None:
+    """The skill file's text, None when absent; a link or a FIFO in its place is refused (never read through,
+    never waited on)."""
+    from guardian_app.workspace import open_regular
+
+    try:
+        fd, _ = open_regular(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SkillError(f"{rel} is {exc.strerror}, not a regular file; remove it first.") from exc
+    with open(fd, "rb") as fh:
+        return fh.read().decode("utf-8", errors="replace")
+
+
 def approve_draft(draft: SkillDraft, *, reviewed_by: str, reason: str = "") -> SkillDraft:
     """Write the draft to ``skills/<name>/SKILL.md`` and mark it approved.
 
@@ -302,7 +317,7 @@ def approve_draft(draft: SkillDraft, *, reviewed_by: str, reason: str = "") -> S
         raise SkillError(f"The draft {draft.name} was already {draft.status}.")
     path = skill_path(draft.name)
     rel = path.relative_to(Path(settings.WORKSPACE_DIR).resolve()).as_posix()
-    if path.exists() and path.read_text(encoding="utf-8", errors="replace") != draft.content:
+    if _existing_text(path, rel) not in (None, draft.content):
         raise SkillError(f"{rel} exists already with other content; rename the draft or remove that skill first.")
     with transaction.atomic():
         claimed = SkillDraft.objects.filter(id=draft.id, status=SkillDraft.Status.PENDING).update(

@@ -231,3 +231,23 @@ def test_an_annotator_cannot_approve(pattern, client):
     assert response.status_code == HTTPStatus.FORBIDDEN
     draft.refresh_from_db()
     assert draft.status == "pending"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_a_link_or_a_fifo_in_place_of_the_skill_is_refused_without_reading_or_waiting(pattern, workspace, kind):
+    """Issue 18: a symbolic link is not read through (nor written through), a FIFO does not hang the approval."""
+    import os
+
+    use(pattern, 5)
+    draft = propose_drafts()[0]
+    existing = workspace / "skills" / draft.name / "SKILL.md"
+    existing.parent.mkdir(parents=True)
+    if kind == "link":
+        existing.symlink_to("/etc/passwd")
+    else:
+        os.mkfifo(existing)
+    with pytest.raises(SkillError, match="not a regular file"):
+        approve_draft(draft, reviewed_by="alice")
+    draft.refresh_from_db()
+    assert draft.status == "pending" and (existing.is_symlink() or existing.is_fifo())
