@@ -13,6 +13,9 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from import_export import fields, resources
+from import_export.admin import ExportMixin
+from import_export.formats.base_formats import CSV, JSON, XLSX
 
 from reflection_site.admin import ReadOnlyAdmin, ReadOnlyInline, recent_values_filter
 from sessions_app.charts import daily_decisions_svg
@@ -172,9 +175,46 @@ class ConversationTurnAdmin(ReadOnlyAdmin):
 
 
 # --- The memory gate (REQ-002) ---------------------------------------------------------------------
+class MemoryGateDecisionResource(resources.ModelResource):
+    """Decisions out to CSV/JSON/XLSX for annotators and analysis (the list's filters apply). No raw reply and
+    no turn text: a refused value is redacted in the decision already (guardian_app/refusals.py)."""
+
+    target_file = fields.Field(attribute="target_file", column_name="target_file", readonly=True)
+
+    class Meta:
+        model = MemoryGateDecision
+        fields = (
+            "id",
+            "created_at",
+            "session",
+            "turn",
+            "run_number",
+            "decision",
+            "target_file",
+            "candidate_fact",
+            "reason",
+            "confidence",
+            "llm_model",
+            "llm_latency_ms",
+            "prompt_tokens",
+            "completion_tokens",
+            "prompt_version",
+        )
+        export_order = fields
+
+
 @admin.register(MemoryGateDecision)
-class MemoryGateDecisionAdmin(ReadOnlyAdmin):
-    """Gate decisions with their turn and context; the list opens with a 30-day chart and mean latencies."""
+class MemoryGateDecisionAdmin(ExportMixin, ReadOnlyAdmin):
+    """Gate decisions with their turn and context; the list opens with a 30-day chart and mean latencies.
+    Export (CSV, JSON, XLSX) takes the rows the list's filters select."""
+
+    resource_classes = [MemoryGateDecisionResource]
+    formats = [CSV, JSON, XLSX]
+    # Named so that import-export's change list (with its Export button) extends it (the chart and latencies).
+    change_list_template = "admin/sessions_app/memorygatedecision/change_list.html"
+
+    def has_export_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
 
     list_display = [
         "id",

@@ -146,3 +146,34 @@ def test_the_chart_of_no_decisions_is_still_a_chart(db):
     svg = str(daily_decisions_svg(daily_stats(days=30)))
 
     assert svg.count("<rect") == 6  # Only the legend's swatches.
+
+
+def test_decisions_export_from_the_admin_in_csv_json_and_xlsx(admin_client, make_decision):
+    import csv
+    import io
+    import json
+
+    from sessions_app.admin import MemoryGateDecisionResource
+
+    make_decision("UPDATE_USER", fact="Prefers tea in the afternoon.", session_id="channel:t:a")
+    make_decision("NO_WRITE", session_id="channel:t:b")
+    export_url = DECISIONS + "export/"
+
+    page = admin_client.get(DECISIONS)
+    assert export_url in page.content.decode()  # the list offers Export
+    form = admin_client.get(export_url)
+    assert form.status_code == HTTPStatus.OK
+    fields = MemoryGateDecisionResource().get_export_fields()
+    chosen = {f"memorygatedecisionresource_{f.column_name}": "on" for f in fields}
+
+    response = admin_client.post(export_url + "?decision__exact=UPDATE_USER", {"format": "0", **chosen})
+
+    assert response.status_code == HTTPStatus.OK, response.content[:400]
+    rows = list(csv.DictReader(io.StringIO(response.content.decode("utf-8-sig"))))
+    assert [(r["decision"], r["target_file"], r["candidate_fact"]) for r in rows] == [
+        ("UPDATE_USER", "USER.md", "Prefers tea in the afternoon.")
+    ]
+    as_json = json.loads(admin_client.post(export_url, {"format": "1", **chosen}).content)
+    assert sorted(r["decision"] for r in as_json) == ["NO_WRITE", "UPDATE_USER"]
+    xlsx = admin_client.post(export_url, {"format": "2", **chosen})
+    assert xlsx.content[:2] == b"PK"  # a zip: the XLSX workbook
