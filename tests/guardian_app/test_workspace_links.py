@@ -23,7 +23,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from guardian_app import workspace as ws
-from guardian_app.errors import UnsafeFile
+from guardian_app.errors import UnknownFile, UnsafeFile
 from guardian_app.index import index_workspace
 from guardian_app.models import FileSnapshot, FileVersion, MemoryChunk, WorkspaceFile, WriteGuardianAudit
 from sessions_app.models import FILE_FOR_DECISION
@@ -222,3 +222,23 @@ def test_a_regular_file_reads_and_writes_as_before(workspace, make_decision: Cal
     ws.write_file("USER.md", "# User\n- Likes coffee.\n")
     assert (workspace / "USER.md").read_text() == "# User\n- Likes coffee.\n"
     assert ws.unsafe_files() == {}
+
+
+def test_the_openclaw_profile_s_files_are_guarded_too(api_client, workspace, settings, tmp_path):
+    """AGENTS.md (the openclaw profile's home of tool facts) and its pages under memory/bank/ are opened the
+    same way: a link to /etc/passwd is a 409, and a memory/ folder linked outside the workspace is not entered."""
+    settings.WORKSPACE_PROFILE = "openclaw"
+    (workspace / "AGENTS.md").symlink_to(PASSWD)
+    response = api_client.get(reverse("api:get_memory_file", args=["AGENTS.md"]))
+    assert response.status_code == HTTPStatus.CONFLICT, response.content
+    assert PASSWD.read_text().splitlines()[0] not in response.content.decode()
+
+    outside = tmp_path / "outside"
+    (outside / "bank").mkdir(parents=True)
+    (outside / "bank" / "world.md").write_text("outside content")
+    (workspace / "memory").symlink_to(outside, target_is_directory=True)
+    with pytest.raises((UnsafeFile, UnknownFile)):
+        ws.read_file("bank/world.md")
+    with pytest.raises((UnsafeFile, UnknownFile)):
+        ws.write_file("bank/world.md", "new")
+    assert (outside / "bank" / "world.md").read_text() == "outside content"
