@@ -119,6 +119,11 @@ def projection_dir() -> Path:
     return Path(settings.PROJECTION_DIR)
 
 
+def daily_projection_is_on() -> bool:
+    """Seed 004: ``qmdProjection.enabled`` (off by default) and ``dailyTrigger``."""
+    return bool(settings.PROJECTION_ENABLED and settings.PROJECTION_DAILY_TRIGGER)
+
+
 def load_memories() -> list[Memory]:
     # Reflect's bank pages are views of these memories already: projecting them would count each fact twice.
     rows = (
@@ -157,7 +162,7 @@ def render_category(category: str, memories: list[Memory], *, now: dt.datetime) 
     ]
     for memory in memories[:MAX_PER_CATEGORY]:
         lines += [f"## {memory.source}", "", f"**Summary**: {memory.abstract}", ""]
-        if memory.heading:
+        if memory.heading and settings.PROJECTION_INCLUDE_L1:  # qmdProjection.includeL1: the detail
             lines += [f"**Section**: {memory.heading}", ""]
         lines += [
             f"- Created: {_day_of(memory.created).isoformat()}",
@@ -219,7 +224,10 @@ def render_summary(memories: list[Memory], *, day: dt.date, now: dt.datetime) ->
 
 def project(*, day: dt.date | None = None, now: dt.datetime | None = None, reindex: bool = True) -> Projection:
     """Bring the recall index up to date (unless ``reindex`` is off), then write the category views and the
-    day's summary (see the module docstring)."""
+    day's summary (see the module docstring). The views are left out with ``PROJECTION_CATEGORY_SEPARATE_FILES``
+    off (and those of an earlier run removed), each memory's section with ``PROJECTION_INCLUDE_L1`` off. Runs
+    whenever asked (``memory project``); the daily task asks only if ``PROJECTION_ENABLED`` and
+    ``PROJECTION_DAILY_TRIGGER`` (``daily_projection_is_on``)."""
     from guardian_app.index import index_workspace
 
     now = now or timezone.now()
@@ -233,6 +241,8 @@ def project(*, day: dt.date | None = None, now: dt.datetime | None = None, reind
     for memory in memories:
         groups.setdefault(memory.category, []).append(memory)
     folder = root / "by-category"
+    if not settings.PROJECTION_CATEGORY_SEPARATE_FILES:  # qmdProjection.categorySeparateFiles: summary only
+        groups = {}
     for category, items in sorted(groups.items()):
         path = folder / f"{category}.md"
         atomic_write(path, render_category(category, items, now=now))

@@ -180,9 +180,12 @@ def run_daily_reflect() -> str:
 
 @shared_task
 def run_daily_projection() -> str:
-    """Daily: the category views and today's summary under PROJECTION_DIR."""
-    from guardian_app.projection import project
+    """Daily: the category views and today's summary under PROJECTION_DIR, if PROJECTION_ENABLED and
+    PROJECTION_DAILY_TRIGGER (seed 004's qmdProjection.enabled, off by default, and dailyTrigger)."""
+    from guardian_app.projection import daily_projection_is_on, project
 
+    if not daily_projection_is_on():
+        return "projection is off (PROJECTION_ENABLED / PROJECTION_DAILY_TRIGGER)"
     return project().summary()
 
 

@@ -478,6 +478,12 @@ EMBEDDING_TIMEOUT_S = env.float("EMBEDDING_TIMEOUT_S", default=60)
 SKILL_PROMOTION_THRESHOLD = env.int("SKILL_PROMOTION_THRESHOLD", default=5)
 REPORT_WEBHOOK_URL = env.str("REPORT_WEBHOOK_URL", default="")
 PROJECTION_DIR = Path(env.str("PROJECTION_DIR", default=str(DATA_DIR / "projection")))
+# Seed 004 qmdProjection: off by default, as the seed says; the views' detail (L1), one file per category,
+# and the daily run (the beat's projection-daily task does nothing unless both ENABLED and DAILY_TRIGGER).
+PROJECTION_ENABLED = env.bool("PROJECTION_ENABLED", default=False)
+PROJECTION_INCLUDE_L1 = env.bool("PROJECTION_INCLUDE_L1", default=True)
+PROJECTION_CATEGORY_SEPARATE_FILES = env.bool("PROJECTION_CATEGORY_SEPARATE_FILES", default=True)
+PROJECTION_DAILY_TRIGGER = env.bool("PROJECTION_DAILY_TRIGGER", default=True)
 # Reflect (seed 001): the daily run starts where the last one ended, else this long ago.
 REFLECT_DEFAULT_SINCE = env.str("REFLECT_DEFAULT_SINCE", default="7d")
 REFLECT_MAX_FACTS = env.int("REFLECT_MAX_FACTS", default=5000)  # per run, newest kept

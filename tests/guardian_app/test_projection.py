@@ -122,4 +122,5 @@ def test_the_project_command_and_the_daily_task(indexed, settings, capsys):
     assert data["day"] == indexed.isoformat() and data["totals"]["world"] == 1
     call_command("memory", "project", "--date", "2025-01-02")
     assert (settings.PROJECTION_DIR / "summaries/2025-01-02.md").exists()
+    settings.PROJECTION_ENABLED = True  # off by default (seed 004); the command runs whenever asked
     assert "Projected 5 memories" in run_daily_projection()
