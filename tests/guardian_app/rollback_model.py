@@ -149,6 +149,7 @@ class RollbackModel(RuleBasedStateMachine):
         self.seen: dict[str, set[str]] = {name: set() for name in FILES}
         self.model: dict[str, list[Line] | None] = dict.fromkeys(FILES)
         self.removed_by: dict[str, list[Line]] = {}
+        self.chain: dict[str, tuple[int, str | None]] = {}  # per file: the last version checked, its snapshot
 
     @initialize()
     def clean_slate(self) -> None:
@@ -367,6 +368,9 @@ class RollbackModel(RuleBasedStateMachine):
         old = list(self.model[name] or [])
         owner = ("hand", str(self.counter))
         note = Line(f"- Hand note {self.counter}.\n", owner)
+        facts = [i for i, line in enumerate(old) if line.content and line.edits < MAX_EDITS]
+        if how == "modify" and facts and dice < 80:
+            where = facts[where % len(facts)]  # Mostly inside a fact (an edit inside a line a write added).
         if how == "modify" and old and old[where % len(old)].edits >= MAX_EDITS:
             how = "append"
         new: list[Line] | None
@@ -409,9 +413,9 @@ class RollbackModel(RuleBasedStateMachine):
 
     @rule(pick=st.integers(0, 10_000), any_audit=st.integers(0, 9), force=st.booleans())
     def rollback(self, pick: int, any_audit: int, force: bool) -> None:
-        # Mostly a written audit, a third of the time one with a later edit inside its lines (where conflicts and
+        # Mostly a written audit, half the time one with a later edit inside its lines (where conflicts and
         # forced rollbacks come from), sometimes any audit (rolled back, refused: those are refused).
-        edited = self.edited_writes() if any_audit in (1, 2, 3) else []
+        edited = self.edited_writes() if 1 <= any_audit <= 5 else []
         if edited:
             audit = WriteGuardianAudit.objects.select_related("before_snapshot", "after_snapshot").get(
                 id=edited[pick % len(edited)]
@@ -556,19 +560,30 @@ class RollbackModel(RuleBasedStateMachine):
 
     @invariant()
     def history_is_a_chain(self) -> None:
+        """Each write's before-snapshot is the previous version; each rollback replaced the previous version
+        (checked on the versions added since the last step: a history is only ever appended to)."""
         for name in FILES:
-            previous: str | None = None
-            previous_content: str | None = None
-            versions = FileVersion.objects.filter(file_name=name).select_related("audit", "rollback", "snapshot")
-            for version in versions.order_by("seq"):
-                if version.kind == FileVersion.Kind.WRITE:
-                    assert version.audit.before_snapshot_id == previous, (name, version.seq)
-                    assert version.audit.after_snapshot_id == version.snapshot_id
-                if version.kind == FileVersion.Kind.ROLLBACK:
-                    replaced = version.rollback.replaced_snapshot_id
-                    assert replaced == previous or (replaced is None and previous_content is None), (name, version.seq)
-                previous = version.snapshot_id
-                previous_content = version.snapshot.content if version.snapshot_id else None
+            seq, previous = self.chain.get(name, (0, None))
+            rows = (
+                FileVersion.objects.filter(file_name=name, seq__gt=seq)
+                .order_by("seq")
+                .values_list(
+                    "seq",
+                    "kind",
+                    "snapshot_id",
+                    "audit__before_snapshot_id",
+                    "audit__after_snapshot_id",
+                    "rollback__replaced_snapshot_id",
+                )
+            )
+            for seq, kind, snapshot, before, after, replaced in rows:
+                if kind == FileVersion.Kind.WRITE:
+                    assert before == previous, (name, seq)
+                    assert after == snapshot, (name, seq)
+                if kind == FileVersion.Kind.ROLLBACK:
+                    assert replaced == previous, (name, seq)
+                previous = snapshot
+            self.chain[name] = (seq, previous)
 
     @invariant()
     def every_version_seen_is_recoverable(self) -> None:
