@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(1500)
 ENGLISH = "Remember that I prefer green tea over coffee."
 CHINESE = "我喜欢喝乌龙茶。请读一下 notes.txt。"
 QUESTION = "What should I drink this afternoon?"
+TELEGRAM = "agent:main:telegram:direct:4711"
 
 
 @pytest.fixture(scope="session")
@@ -97,15 +98,21 @@ def test_turns_flow_from_openclaw_to_memory_and_back_into_its_prompt(
     memory_section = system.split(f"## {workspace}/MEMORY.md", 1)[1]
     assert audits[1].candidate_fact in user_section.split("\n## /", 1)[0]
     assert audits[0].candidate_fact in memory_section.split("\n## /", 1)[0]
-    third = wait_until(lambda: ConversationTurn.objects.filter(session=session).count() == 3 or None, timeout=30)
-    assert third
+    assert ConversationTurn.objects.filter(session=session).count() == 3
 
-    # The store OpenClaw wrote holds the same turns: importing it adds nothing, and read a zstd row to say so.
+    # A direct chat's session key names its channel and peer.
+    openclaw.agent("My name is Ada.", session_key=TELEGRAM)
+    telegram = ConversationSession.objects.get(id=TELEGRAM)
+    assert (telegram.channel_id, telegram.conversation_target) == ("telegram", "4711")
+    assert telegram.turns.get().user_from == "4711"
+
+    # The store OpenClaw wrote holds the same turns: importing it adds nothing (and it read a zstd row to say so).
     with sqlite3.connect(f"{openclaw.store().as_uri()}?mode=ro", uri=True) as db:
         assert db.execute("SELECT count(*) FROM transcript_events WHERE event_zstd IS NOT NULL").fetchone()[0] >= 1
     report = import_sessions(openclaw.state_dir)
-    assert (report.sessions, report.turns_created, report.turns_existing, report.malformed) == (1, 0, 3, [])
-    assert ConversationTurn.objects.count() == 3 and ConversationSession.objects.count() == 1
+    assert (report.sessions, report.turns_created, report.turns_existing, report.malformed) == (2, 0, 4, [])
+    assert report.turns_failed == []
+    assert ConversationTurn.objects.count() == 4 and ConversationSession.objects.count() == 2
 
 
 def test_reflection_down_queues_turns_and_the_next_turn_delivers_them(openclaw, live_server, tmp_path: Path):
