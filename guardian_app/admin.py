@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from guardian_app import workspace
 from guardian_app.corrections import correct_audit, derive_pattern
-from guardian_app.errors import GuardianError, RollbackConflict
+from guardian_app.errors import GuardianError, RollbackConflict, UnsafeFile
 from guardian_app.guardian import retry_write
 from guardian_app.models import (
     BehaviorCorrection,
@@ -581,7 +581,11 @@ class WriteGuardianAuditAdmin(ReadOnlyAdmin):
             }
             for v in versions[:limit]
         ]
-        state = workspace.current_state(file_name)
+        try:
+            state = workspace.current_state(file_name)
+        except UnsafeFile as exc:  # The history stays readable; the file itself is not read (a drift finding).
+            self.message_user(request, str(exc), messages.ERROR)
+            state = {"exists": False, "unsafe": exc.found}
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,

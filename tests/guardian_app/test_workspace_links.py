@@ -242,3 +242,17 @@ def test_the_openclaw_profile_s_files_are_guarded_too(api_client, workspace, set
     with pytest.raises((UnsafeFile, UnknownFile)):
         ws.write_file("bank/world.md", "new")
     assert (outside / "bank" / "world.md").read_text() == "outside content"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_admin_timeline_of_a_stand_in_shows_the_history_and_not_the_target(admin_client, write, workspace, kind):
+    """The file's history is Reflection's own record: it stays readable, with the finding said, never the target."""
+    write("Prefers green tea in the afternoon.")
+    (workspace / "USER.md").unlink()
+    found, target = _stand_in(kind, workspace / "USER.md", workspace)
+    page = admin_client.get(reverse("admin:guardian_app_file_history", args=["USER.md"]))
+    assert page.status_code == HTTPStatus.OK
+    text = page.content.decode()
+    assert found in text and "green tea" in text
+    if target is not None:
+        assert target not in text
