@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import itertools
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -50,7 +49,7 @@ from guardian_app.errors import GuardianError, RollbackConflict
 from guardian_app.guardian import retry_write, write_fact
 from guardian_app.models import FileSnapshot, FileVersion, Rollback, WorkspaceFile, WriteGuardianAudit
 from guardian_app.rollback import is_edit_of, rollback_session, rollback_write
-from sessions_app.models import ConversationSession, ConversationTurn, GateStatus, MemoryGateDecision
+from sessions_app.models import ConversationSession, ConversationTurn, MemoryGateDecision
 
 Status = WriteGuardianAudit.Status
 FILES = ("USER.md", "MEMORY.md")
@@ -63,22 +62,6 @@ WORDS = (
 HEADING = re.compile(r"^#{1,6}\s")
 MAX_EDITS = 3  # Edits inside one line; past that its words no longer make it the same line (is_edit_of).
 FIGURES: Counter[str] = Counter()
-_turns = itertools.count(1)
-
-
-def make_decision(decision: str, fact: str, *, session_id: str) -> MemoryGateDecision:
-    session, _ = ConversationSession.objects.get_or_create(id=session_id, defaults={"channel_id": "model"})
-    number = next(_turns)
-    turn = ConversationTurn.objects.create(
-        session=session,
-        turn_number=number,
-        user_message_content=f"turn {number}: {fact}",
-        agent_message_content="Noted.",
-        gate_status=GateStatus.DONE,
-    )
-    return MemoryGateDecision.objects.create(
-        turn=turn, session=session, decision=decision, reason="model", candidate_fact=fact, llm_model="model"
-    )
 
 
 @dataclass(eq=False)
@@ -139,9 +122,9 @@ def apply_unified_diff(old: str | None, diff: str) -> str:
 
 
 class RollbackModel(RuleBasedStateMachine):
-    """See the module docstring. ``make_decision`` is replaced by a test that has a fixture for it."""
+    """See the module docstring. ``make_decision`` is the tests' fixture (tests/guardian_app/conftest.py)."""
 
-    make_decision: Callable[..., MemoryGateDecision] = staticmethod(make_decision)
+    make_decision: Callable[..., MemoryGateDecision]
 
     def __init__(self) -> None:
         super().__init__()
@@ -597,7 +580,14 @@ class RollbackModel(RuleBasedStateMachine):
 MUST_MEET = ("rollback_conflict", "rollback_merge", "rollback_forced", "session_applied", "hand_modify")
 
 
-def run_model(steps: int, *, seed: int, steps_per_example: int = 40, report: Callable[[str], None] = print) -> dict:
+def run_model(
+    steps: int,
+    *,
+    seed: int,
+    make_decision: Callable[..., MemoryGateDecision],
+    steps_per_example: int = 40,
+    report: Callable[[str], None] = print,
+) -> dict:
     """Run the model until it has taken ``steps`` steps and met each of MUST_MEET (within ten times the steps).
 
     How many conflicts, merges and applied session rollbacks a run meets varies widely (no conflict at all in one
@@ -611,6 +601,7 @@ def run_model(steps: int, *, seed: int, steps_per_example: int = 40, report: Cal
     from hypothesis import settings as hypothesis_settings
     from hypothesis.stateful import run_state_machine_as_test
 
+    RollbackModel.make_decision = staticmethod(make_decision)
     FIGURES.clear()
     started = time.monotonic()
     runs = 0

@@ -26,12 +26,12 @@ REPORT_DIR = ROOT / "test-output" / "reliability"
 
 
 @pytest.mark.timeout(600 + MODEL_STEPS // 5)  # About 50 ms a step; the long mode runs for many minutes.
-def test_the_rollback_model_holds_for_at_least_the_configured_steps(settings, capsys):
+def test_the_rollback_model_holds_for_at_least_the_configured_steps(make_decision, settings, capsys):
     settings.WRITE_GUARDIAN_ENABLE_ROLLBACK = True
     seed = int(os.environ.get("MODEL_SEED") or random.randrange(2**31))
     with capsys.disabled():
         print(f"\nrollback model: seed {seed} (MODEL_SEED={seed} reruns it)")
-    figures = run_model(MODEL_STEPS, seed=seed)
+    figures = run_model(MODEL_STEPS, seed=seed, make_decision=make_decision)
     figures["database"] = "sqlite"
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     (REPORT_DIR / "rollback_model.json").write_text(json.dumps(figures, indent=2) + "\n")

@@ -14,6 +14,7 @@ import random
 import pytest
 from django.db import connection
 
+from tests.guardian_app.conftest import make_decision  # noqa: F401 - the fixture.
 from tests.guardian_app.rollback_model import FIGURES, MUST_MEET, run_model
 from tests.services import ROOT
 
@@ -23,14 +24,14 @@ MODEL_STEPS = int(os.environ.get("MODEL_STEPS", "500"))
 
 
 @pytest.mark.timeout(900 + MODEL_STEPS // 4)
-def test_the_rollback_model_holds_on_postgresql(settings, capsys):
+def test_the_rollback_model_holds_on_postgresql(make_decision, settings, capsys):  # noqa: F811 - the fixture.
     assert connection.vendor == "postgresql"
     settings.WRITE_GUARDIAN_ENABLE_ROLLBACK = True
     settings.LLM_BASE_URL = ""  # The offline guardian: the model tests rollback, not the LLM.
     seed = int(os.environ.get("MODEL_SEED") or random.randrange(2**31))
     with capsys.disabled():
         print(f"\nrollback model on PostgreSQL: seed {seed} (MODEL_SEED={seed} reruns it)")
-    figures = run_model(MODEL_STEPS, seed=seed)
+    figures = run_model(MODEL_STEPS, seed=seed, make_decision=make_decision)
     figures["database"] = "postgresql"
     out = ROOT / "test-output" / "reliability"
     out.mkdir(parents=True, exist_ok=True)
