@@ -8,6 +8,8 @@ and asked through ``recall()``:
   ``tests/fixtures/recall_longmemeval``). Every session is one daily log, ``memory/<date>-<session id>.md``,
   a heading per turn. A question is answered at its own date (``now``); it is a hit at k when one of its
   evidence sessions' files is among the top k results (session recall@k, "recall_any", as the peers report).
+* **LongMemEval-S as transcripts**: the same sessions stored as conversation turns (no file at all), found
+  through the index's ``sessions`` source; a hit is a turn of an evidence session in the top k.
 * **Seed-format corpus** (``tests/fixtures/recall_corpus``): daily logs with ``## Retain`` bullets, bank pages,
   the five files, and questions marked ``tune`` or ``heldout`` (a third or more held out; only ``tune`` was
   looked at while ranking was changed). A hit is the expected file and line in the top k.
@@ -28,7 +30,7 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,7 @@ class Dataset:
     name: str
     files: dict[str, str]  # workspace-relative path -> text
     questions: list[Question]
+    turns: list[Turn] = field(default_factory=list)  # stored conversation turns (the "sessions" source)
 
 
 def _lme_time(value: str) -> dt.datetime:
@@ -126,7 +129,52 @@ def seed_corpus(directory: Path = CORPUS_DIR) -> Dataset:
     return Dataset("seed-corpus", files, questions)
 
 
-DATASETS: dict[str, Callable[[], Dataset]] = {"longmemeval-s": longmemeval_s, "seed-corpus": seed_corpus}
+@dataclass(frozen=True)
+class Turn:
+    session_id: str
+    number: int
+    user: str
+    agent: str
+    at: dt.datetime
+
+
+def longmemeval_s_transcripts(directory: Path = LONGMEMEVAL_DIR) -> Dataset:
+    """The same questions with the sessions stored as conversation turns instead of daily logs (no file at all):
+    what recall finds when the gate wrote no fact. A hit is a turn of an evidence session."""
+    base = longmemeval_s(directory)
+    turns: list[Turn] = []
+    for line in (directory / "sessions.jsonl").read_text().splitlines():
+        if not line:
+            continue
+        session = json.loads(line)
+        started = _lme_time(session["timestamp"])
+        pending_user = ""
+        number = 0
+        for turn in session["turns"]:
+            if turn["role"] == "user":
+                if pending_user:  # Two user messages in a row: the first one is a turn of its own.
+                    number += 1
+                    turns.append(Turn(session["id"], number, pending_user, "", started))
+                pending_user = turn["content"]
+                continue
+            number += 1
+            turns.append(Turn(session["id"], number, pending_user, turn["content"], started))
+            pending_user = ""
+        if pending_user:
+            turns.append(Turn(session["id"], number + 1, pending_user, "", started))
+    evidence = {
+        item["id"]: item["ground_truth"]["supporting_session_ids"]
+        for item in map(json.loads, filter(None, (directory / "questions.jsonl").read_text().splitlines()))
+    }
+    questions = [replace(q, expect=tuple(f"sessions/{s}" for s in evidence[q.id])) for q in base.questions]
+    return Dataset("longmemeval-s-transcripts", {}, questions, turns)
+
+
+DATASETS: dict[str, Callable[[], Dataset]] = {
+    "longmemeval-s": longmemeval_s,
+    "longmemeval-s-transcripts": longmemeval_s_transcripts,
+    "seed-corpus": seed_corpus,
+}
 
 
 # --- The baseline ---------------------------------------------------------------------------------------------
@@ -139,9 +187,7 @@ class Bm25Baseline:
 
         self.db = sqlite3.connect(":memory:")
         self.db.execute("CREATE VIRTUAL TABLE chunks USING fts5(body, path UNINDEXED, start UNINDEXED, end UNINDEXED)")
-        rows = MemoryChunk.objects.filter(source="memory").values_list(
-            "path", "heading", "text", "start_line", "end_line"
-        )
+        rows = MemoryChunk.objects.values_list("path", "heading", "text", "start_line", "end_line")
         self.db.executemany(
             "INSERT INTO chunks(body, path, start, end) VALUES (?, ?, ?, ?)",
             [(indexed_text(p, h, t), p, s, e) for p, h, t, s, e in rows],
@@ -244,6 +290,33 @@ def write_workspace(dataset: Dataset, root: Path) -> None:
         target.write_text(text, encoding="utf-8")
 
 
+def store_turns(turns: list[Turn]) -> None:
+    """The data set's conversations as stored turns (as ingest stores them), replacing any stored before."""
+    from sessions_app.models import ConversationSession, ConversationTurn
+
+    if not turns:
+        return
+    ConversationSession.objects.filter(id__in={t.session_id for t in turns}).delete()
+    ConversationSession.objects.bulk_create(
+        [ConversationSession(id=s, channel_id="longmemeval") for s in dict.fromkeys(t.session_id for t in turns)]
+    )
+    ConversationTurn.objects.bulk_create(
+        [
+            ConversationTurn(
+                session_id=t.session_id,
+                turn_number=t.number,
+                user_from="user",
+                user_message_content=t.user,
+                agent_message_content=t.agent,
+                created_at=t.at + dt.timedelta(seconds=t.number),
+                gate_status="done",
+            )
+            for t in turns
+        ],
+        batch_size=500,
+    )
+
+
 def evaluate(dataset: Dataset, *, mode: str = "auto", split: str | None = None) -> EvalResult:
     """Write ``dataset`` into ``WORKSPACE_DIR``, index it, ask every question of ours and of the baseline.
 
@@ -256,6 +329,7 @@ def evaluate(dataset: Dataset, *, mode: str = "auto", split: str | None = None) 
 
     root = Path(settings.WORKSPACE_DIR)
     write_workspace(dataset, root)
+    store_turns(dataset.turns)
     started = time.perf_counter()
     index_workspace()
     index_ms = (time.perf_counter() - started) * 1000

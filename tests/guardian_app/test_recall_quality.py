@@ -100,6 +100,19 @@ def test_longmemeval_s_session_recall_at_5_beats_bm25_and_reaches_95_percent(see
     assert result.ours.recall(ids, 5) >= result.baseline.recall(ids, 5)
 
 
+def test_longmemeval_s_as_stored_turns_is_found_without_any_memory_file(seed_profile, capsys):
+    """Conversations as a source: the same sessions stored as turns (no daily log, no fact written)."""
+    from guardian_app.recall_eval import evaluate, longmemeval_s_transcripts
+
+    result = evaluate(longmemeval_s_transcripts())
+    with capsys.disabled():
+        print("\n" + _report(result))
+    ids = [q.id for q in result.questions]
+    assert result.ours.recall(ids, 5) >= 0.95, result.misses(5)
+    assert result.ours.recall(ids, 5) >= result.baseline.recall(ids, 5)
+    assert not (seed_profile / "memory").exists()
+
+
 def test_held_out_seed_corpus_recall_at_5_beats_bm25_and_reaches_target(seed_profile, capsys):
     from guardian_app.recall_eval import evaluate, seed_corpus
 

@@ -139,7 +139,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dataset",
             action="append",
-            choices=["longmemeval-s", "seed-corpus"],
+            choices=["longmemeval-s", "longmemeval-s-transcripts", "seed-corpus"],
             help="Data set(s) to run (default: both). See guardian_app/recall_eval.py.",
         )
         parser.add_argument("--mode", choices=MODES, default="auto", help="Recall mode (default: the defaults).")
