@@ -104,3 +104,24 @@ def test_a_downloaded_export_carries_no_national_id(id_samples, client_for, fmt)
     response = operator.get(reverse("api:download_export", args=[export.id]), {"split": "all"})
     assert response.status_code == HTTPStatus.OK
     assert _leaks(b"".join(response.streaming_content).decode()) == []
+
+
+def test_the_daily_conversation_export_carries_no_national_id_in_the_turns(id_samples, settings):
+    """The JSONL conversation export (storage.jsonlExport), without JSONL_EXPORT_INCLUDE_PII: the turns' text and
+    context are redacted on the way out. (Its decisions and audits are redacted when recorded, which the factory
+    rows here skip; the security probe runs the whole pipeline and reads the export too.)"""
+    from django.utils import timezone
+
+    from dataset_app.retention import export_conversations
+    from sessions_app.models import ConversationTurn
+
+    settings.JSONL_EXPORT_INCLUDE_PII = False
+    days = {timezone.localtime(t.created_at).date() for t in ConversationTurn.objects.all()}
+    exported = [export_conversations(day) for day in sorted(days)]
+    records = [json.loads(line) for r in exported for line in r.path.read_text(encoding="utf-8").splitlines()]
+    assert len(records) == ConversationTurn.objects.count() >= 4
+    turns_text = json.dumps(
+        [[r["user_message"], r["agent_reply"], r["context"], r["feedback"]] for r in records], ensure_ascii=False
+    )
+    assert _leaks(turns_text) == []
+    assert "NATIONAL_ID" in turns_text
