@@ -86,6 +86,11 @@ class FilesystemChannel(filesystem.Channel):
         return folder
 
     @cached_property
+    def fsync(self) -> bool:
+        """Whether a message's data reaches the disk before the message is visible (transport option ``fsync``)."""
+        return bool(self.transport_options.get("fsync", True))
+
+    @cached_property
     def bad_folder(self) -> str:
         """Where a queue file that is not a readable message is moved."""
         folder = self.transport_options.get("bad_folder") or os.path.join(
@@ -103,8 +108,9 @@ class FilesystemChannel(filesystem.Channel):
         try:
             with open(os.open(written, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
                 file.write(str_to_bytes(dumps(payload)))
-                file.flush()
-                os.fsync(file.fileno())
+                if self.fsync:
+                    file.flush()
+                    os.fsync(file.fileno())
             os.rename(written, os.path.join(self.data_folder_out, filename))
         except OSError as exc:
             raise ChannelError(f"Cannot add file {filename!r} to directory") from exc

@@ -249,6 +249,9 @@ if not REDIS_URL:
         # file that is not a readable message is moved to bad/ with an ERROR log line.
         "tmp_folder": str(BROKER_DIR / "tmp"),
         "bad_folder": str(BROKER_DIR / "bad"),
+        # Off: a message is still visible only once complete (the rename), but a power cut may lose it (the sweeps
+        # send its turn or decision again) or leave it empty (then moved to bad/).
+        "fsync": env.bool("CELERY_BROKER_FSYNC", default=True),
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
         # A worker with nothing to take sleeps this long before it looks again (kombu's default of 1 s caps a

@@ -419,3 +419,12 @@ def test_an_unreadable_message_file_is_set_aside_and_the_next_message_is_taken(
     assert not list((tmp_path / "queue").iterdir())
     [record] = caplog.records
     assert record.levelname == "ERROR" and "0_bad.q.msg" in record.getMessage()
+
+
+def test_without_fsync_a_message_is_still_renamed_in_whole_but_not_synced(tmp_path: Path) -> None:
+    with _connection(tmp_path, fsync=False) as conn:
+        with mock.patch("reflection_site.broker.os.fsync") as fsync:
+            conn.Producer().publish({"n": 5}, exchange=_queue().exchange, routing_key="q", declare=[_queue()])
+        assert fsync.call_count == 0
+        assert not list((tmp_path / "tmp").iterdir()) and len(list((tmp_path / "queue").glob("*.q.msg"))) == 1
+        assert _drain(conn, 1) == [{"n": 5}]
