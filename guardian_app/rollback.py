@@ -118,7 +118,7 @@ def is_edit_of(old: str, new: str) -> bool:
     return matcher.real_quick_ratio() >= EDITED_LINE_SIMILARITY and matcher.ratio() >= EDITED_LINE_SIMILARITY
 
 
-def _origins(base: list[str], ours: list[str]) -> list[int | None]:
+def _origins(base: list[str], ours: list[str], *, by_owner: bool = False) -> list[int | None]:
     """For each line of ``ours``, the base line it is (kept as is) or was edited from (``is_edit_of`` a line of
     the block it replaced), or None for a line added later."""
     origin: list[int | None] = [None] * len(ours)
@@ -128,15 +128,17 @@ def _origins(base: list[str], ours: list[str]) -> list[int | None]:
                 origin[j1 + k] = i1 + k
         elif tag == "replace":
             for j in range(j1, j2):
-                if ours[j].endswith((_FOREIGN, _MINE)):
-                    continue  # The write's own line, or another's with the same text: not an edit.
+                if ours[j].endswith((_FOREIGN, _MINE)) or (by_owner and not ours[j].endswith(_EDITED)):
+                    continue  # Not an edit: the write's own line, or (the blame says) another's.
                 edited = [i for i in range(i1, i2) if is_edit_of(base[i], _plain(ours[j]))]
                 if edited:
                     origin[j] = edited[0]
     return origin
 
 
-def _revert_region(base: list[str], ours: list[str], theirs: list[str], *, force: bool) -> list[str] | None:
+def _revert_region(
+    base: list[str], ours: list[str], theirs: list[str], *, force: bool, by_owner: bool = False
+) -> list[str] | None:
     """Revert the write (base -> theirs) inside one merge3 conflict region of ``ours``, hunk by hunk.
 
     A line of ``ours`` goes when it is one of the write's lines (of a hunk of base -> theirs) as written; a
@@ -158,7 +160,7 @@ def _revert_region(base: list[str], ours: list[str], theirs: list[str], *, force
     for i, j, n in Matcher(None, base, ours).get_matching_blocks():
         for k in range(n):
             exact[j + k] = i + k
-    origin = _origins(base, ours)
+    origin = _origins(base, ours, by_owner=by_owner)
     drop = [False] * len(ours)
     for j, o in enumerate(origin):
         if o is None or o not in hunk_of:
@@ -225,7 +227,10 @@ def plan_revert(
     if current == after:
         return RevertPlan(before, "restore")
     base, ours, theirs = lines_of(after), lines_of(current), lines_of(before)
-    if roles is not None and len(roles.mine) == len(ours):
+    # With the blame, only a line it says was edited from the write's is an edit: two facts that differ in a
+    # word look like one edited into the other.
+    by_owner = roles is not None and len(roles.mine) == len(ours)
+    if roles is not None and by_owner:
         written = set(base) - set(theirs)
         marked: list[str] = []
         for line, mine, edited in zip(ours, roles.mine, roles.edited, strict=True):
@@ -246,12 +251,12 @@ def plan_revert(
             out.extend(group[1])
             continue
         z, a, b = list(group[1]), list(group[2]), list(group[3])
-        resolved = _revert_region(z, a, b, force=False)
+        resolved = _revert_region(z, a, b, force=False, by_owner=by_owner)
         if resolved is not None:
             out.extend(resolved)
             continue
         conflicts.append(ConflictRegion(z, a, b))
-        out.extend((_revert_region(z, a, b, force=True) or []) if force else a)
+        out.extend((_revert_region(z, a, b, force=True, by_owner=by_owner) or []) if force else a)
     stray = [line for line in out if line.endswith(_EDITED)]
     if stray and not conflicts:  # An edit inside one of the write's lines that a later change moved.
         conflicts.append(ConflictRegion([], stray, []))

@@ -393,3 +393,17 @@ def test_a_confirmation_made_on_an_older_file_changes_nothing(write, user_md):
     with pytest.raises(RollbackStale):
         rollback_write(audit, reason="x", requested_by="alice", expected_hash=seen.content_hash)
     assert "green tea" in user_md.read_text() and not Rollback.objects.exists()
+
+
+def test_a_near_identical_later_fact_in_the_place_of_the_writes_gone_line_is_not_an_edit_of_it(write, user_md):
+    """Found by the long model run: two facts differing in one word look like an edit of one into the other; the
+    blame knows the later one is another write's, so rolling back the first is clean and keeps it."""
+    user_md.write_text("## Preferences\n\n- Lives in Lisbon.\n")
+    first = write("Juniper harbor likes dune garnet (day 3).")
+    user_md.write_text(user_md.read_text().replace("- Juniper harbor likes dune garnet (day 3).\n", ""))
+    later = write("Juniper harbor likes dune garnet (day 7).")
+    assert later.status == Status.WRITTEN, later.reason
+
+    rollback = rollback_write(first, reason="wrong", requested_by="alice")
+
+    assert "(day 7)" in user_md.read_text() and not rollback.change.changed
