@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,11 +105,58 @@ class OpenClaw:
         self.state_dir = home / ".openclaw"
         home.mkdir(parents=True, exist_ok=True)
 
+    gateway_token: str | None = None
+
     def env(self) -> dict[str, str]:
         dropped = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCLAW_STATE_DIR", "OPENCLAW_CONFIG_PATH")
-        env = {k: v for k, v in node_env().items() if k not in dropped}
+        env = {k: v for k, v in node_env().items() if k not in dropped and not k.startswith("OPENCLAW_GATEWAY")}
         env.update(HOME=str(self.home), NO_COLOR="1", FORCE_COLOR="0", TZ="UTC")
+        if self.gateway_token:
+            env["OPENCLAW_GATEWAY_TOKEN"] = self.gateway_token
         return env
+
+    @contextmanager
+    def gateway(self, *, token: str = "test-gateway-token-0123456789", timeout: float = 240) -> Iterator[int]:
+        """A running ``openclaw gateway run`` on a free loopback port (sessions delete and friends need one)."""
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        path = self.state_dir / "openclaw.json"
+        config = json.loads(path.read_text())
+        config["gateway"] = {"mode": "local", "port": port, "auth": {"mode": "token", "token": token}}
+        path.write_text(json.dumps(config, indent=2))
+        self.gateway_token = token
+        log = (self.home / "gateway.log").open("wb")
+        process = subprocess.Popen(
+            [str(node()), str(self.cli), "gateway", "run", "--port", str(port), "--bind", "loopback"],
+            cwd=self.home,
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"the gateway exited: {(self.home / 'gateway.log').read_text()[-3000:]}")
+                with socket.socket() as client:
+                    if client.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the gateway did not listen in {timeout}s")
+                time.sleep(0.5)
+            yield port
+        finally:
+            self.gateway_token = None
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=30)
+            log.close()
 
     def run(self, *args: str, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
@@ -157,9 +209,12 @@ class OpenClaw:
         self.run("config", "set", "plugins.entries.reflection.config", json.dumps(settings), "--strict-json")
         self.run("config", "set", "plugins.entries.reflection.hooks.allowConversationAccess", "true")
 
-    def agent(self, message: str, *, agent: str = "main", session_key: str | None = None) -> dict[str, Any]:
-        """One ``openclaw agent --local`` turn; its JSON result."""
-        args = ["agent", "--local", "--agent", agent, "--message", message, "--json", "--timeout", "240"]
+    def agent(
+        self, message: str, *, agent: str = "main", session_key: str | None = None, local: bool = True
+    ) -> dict[str, Any]:
+        """One ``openclaw agent`` turn, embedded (``--local``) or through the running gateway; its JSON result."""
+        args = ["agent", *(["--local"] if local else []), "--agent", agent, "--message", message, "--json"]
+        args += ["--timeout", "240"]
         if session_key:
             args += ["--session-key", session_key]
         result = self.run(*args, timeout=300)

@@ -9,6 +9,7 @@ REQUIRE_SERVICES=1 it installs it.
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,28 @@ def test_openclaw_migrates_the_legacy_files_and_both_imports_agree(tmp_path: Pat
     from_store = import_sessions(claw.store())
     assert (from_store.turns_created, from_store.turns_existing, from_store.turns_failed) == (0, 1, [])
     assert _turns() == files_turns
+
+
+def test_a_deleted_session_is_imported_once_from_its_archives(tmp_path: Path, fake_llm, workspace: Path):
+    """OpenClaw's ``sessions delete`` (through a running gateway) keeps the transcript twice: zstd in the store's
+    session_transcript_archives and as ``<id>.jsonl.deleted.<t>.<hash>.zst`` beside it. Both are read, under the
+    deleted session's key, and give one turn."""
+    claw = openclaw_harness.OpenClaw(tmp_path / "home", openclaw_harness.require_cli())
+    claw.configure(workspace=workspace, llm_base_url=fake_llm.base_url)
+    scratch = "agent:main:scratch-1"
+    with claw.gateway():
+        run = claw.agent("Scratch note: the boiler is serviced in May.", session_key=scratch, local=False)
+        claw.run("sessions", "delete", scratch, "--yes", "--json")
+    (archive,) = (claw.state_dir / "agents" / "main" / "sessions").glob("*.jsonl.deleted.*.zst")
+    with sqlite3.connect(f"{claw.store().as_uri()}?mode=ro", uri=True) as db:
+        rows = db.execute(
+            "SELECT session_key, reason, encoding, archive_name FROM session_transcript_archives"
+        ).fetchall()
+    assert rows == [(scratch, "deleted", "zstd", archive.name)]
+
+    report = import_sessions(claw.state_dir)
+    assert (report.files, report.sessions, report.turns_created, report.turns_existing) == (2, 1, 1, 1)
+    assert report.malformed == [] and report.turns_failed == []
+    (turn,) = ConversationTurn.objects.filter(session_id=scratch)
+    assert turn.user_message_id == run["runId"]
+    assert turn.agent_message_content == "Noted: Scratch note: the boiler is serviced in May."
