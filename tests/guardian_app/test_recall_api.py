@@ -187,3 +187,25 @@ def test_staff_without_the_view_permission_gets_a_403(api_notes, client, django_
     client.force_login(user)
     response = client.get(reverse("admin:guardian_app_memorychunk_recall"), {"q": "staging"})
     assert response.status_code == HTTPStatus.FORBIDDEN
+
+
+def test_admin_cli_and_api_show_what_was_said_in_a_conversation(api_notes, admin_client, client_for):
+    from sessions_app.models import ConversationSession, ConversationTurn
+
+    session = ConversationSession.objects.create(id="telegram:peter", channel_id="telegram")
+    ConversationTurn.objects.create(
+        session=session,
+        turn_number=3,
+        user_from="Peter",
+        user_message_content="The spare key is under the blue flower pot.",
+        agent_message_content="Got it.",
+    )
+    index_workspace()
+    page = admin_client.get(reverse("admin:guardian_app_memorychunk_recall"), {"q": "spare key flower pot"})
+    assert "telegram:peter#3" in page.content.decode()
+    out = io.StringIO()
+    call_command("memory", "recall", "spare key", "--json", "--no-index", stdout=out, stderr=io.StringIO())
+    top = json.loads(out.getvalue())["results"][0]
+    assert (top["source"], top["origin"]) == ("telegram:peter#3", "transcript")
+    body = client_for("read").get("/api/v1/recall", {"q": "where is the spare key?", "k": 3}).json()
+    assert body["results"][0]["origin"] == "transcript" and body["results"][0]["source"] == "telegram:peter#3"
