@@ -27,12 +27,12 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._harness import PYTHON, ROOT, build_request, machine, run_closed_loop, service, table  # noqa: E402
+from benchmarks.ingest import turn_body  # noqa: E402  (the same turns as the ingest benchmark)
 
 BEFORE = "benchmarks._broker_before:FilesystemTransport"
 AFTER = "reflection_site.broker:FilesystemTransport"
@@ -42,23 +42,6 @@ TRANSPORTS = {
     "after (tmp + fsync + rename)": (AFTER, True),
     "after, CELERY_BROKER_FSYNC=false (tmp + rename)": (AFTER, False),
 }
-CONTEXT = [
-    {
-        "role": "user" if i % 2 == 0 else "agent",
-        "message": f"context message {i} " * 8,
-        "timestamp": 1_700_000_000_000 + i,
-    }
-    for i in range(10)
-]
-
-
-def turn_body(i: int) -> dict:
-    return {
-        "session": {"id": f"channel:bench:{i % 50}", "channel_id": "bench"},
-        "user_message": {"id": f"m-{uuid.uuid4().hex}", "content": f"I prefer summaries on Fridays, note {i}."},
-        "agent_reply": {"content": "Noted, I will send summaries on Fridays."},
-        "context": CONTEXT,
-    }
 
 
 def measure(transport: tuple[str, bool], turns: int, drain: int) -> dict:

@@ -76,14 +76,16 @@ class FilesystemChannel(filesystem.Channel):
             except OSError:  # Gone already; a file left behind in processed/ is only a taken message's copy.
                 pass
 
+    def _folder(self, option: str, beside: str, name: str) -> str:
+        """The transport option's folder, else ``name`` beside the folder ``beside``; created if missing."""
+        folder = self.transport_options.get(option) or os.path.join(os.path.dirname(os.path.abspath(beside)), name)
+        os.makedirs(folder, exist_ok=True)
+        return folder
+
     @cached_property
     def tmp_folder(self) -> str:
         """Where a message is written before it is renamed into the queue folder (same file system)."""
-        folder = self.transport_options.get("tmp_folder") or os.path.join(
-            os.path.dirname(os.path.abspath(self.data_folder_out)), "tmp"
-        )
-        os.makedirs(folder, exist_ok=True)
-        return folder
+        return self._folder("tmp_folder", self.data_folder_out, "tmp")
 
     @cached_property
     def fsync(self) -> bool:
@@ -93,11 +95,7 @@ class FilesystemChannel(filesystem.Channel):
     @cached_property
     def bad_folder(self) -> str:
         """Where a queue file that is not a readable message is moved."""
-        folder = self.transport_options.get("bad_folder") or os.path.join(
-            os.path.dirname(os.path.abspath(self.data_folder_in)), "bad"
-        )
-        os.makedirs(folder, exist_ok=True)
-        return folder
+        return self._folder("bad_folder", self.data_folder_in, "bad")
 
     def _put(self, queue: str, payload: dict[str, Any], **kwargs: Any) -> None:
         """Put a message on ``queue``: written and fsynced under ``tmp_folder``, then renamed into the queue.
