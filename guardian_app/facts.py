@@ -8,7 +8,9 @@
 3. the facts the write guardian wrote in the period (gate decisions, retries, learning; ``written``
    audits of the five files, not those rolled back since), attributed to the line of the file that
    holds them now. Their entities are the ``@tags`` they carry, the known entities they name, and the
-   names in them (capitalised words inside a sentence: "Lives in Lisbon", "works at Acme Corp"); a fact
+   names in them (capitalised words inside a sentence: "Lives in Lisbon", "works at Acme Corp"; not a
+   language or nationality adjective, "British English"), a guessed name only once at least
+   ``REFLECT_NEW_ENTITY_MIN_EVIDENCE`` facts of the run name it (default 2); a fact
    of USER.md is also about the user (``REFLECT_USER_ENTITY``, default ``User``). One that states a
    preference ("prefers", "likes", "dislikes", "喜欢" …) is an opinion, as seed 001's ``O`` bullets are.
 
@@ -22,6 +24,7 @@ normalised text: the same fact read twice, by two runs or a resumed one, has the
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import re
@@ -145,11 +148,19 @@ def entities_in_text(text: str, known: list[str]) -> list[str]:
     return list(found.values())
 
 
-# Capitalised words that are not names: days, months, languages, and words a sentence often starts with.
+# Capitalised words that are not names: days, months, languages and nationality adjectives (an adjective of a
+# name, "British English", "a Canadian accent", is not an entity), and words a sentence often starts with.
 _NOT_NAMES = frozenset(
     """monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays
     saturdays sundays january february march april may june july august september october november december
     english chinese french german spanish italian japanese korean portuguese russian dutch arabic hindi
+    mandarin cantonese bengali urdu persian farsi turkish greek hebrew polish swedish norwegian danish finnish
+    czech hungarian romanian ukrainian vietnamese thai indonesian malay tagalog swahili latin catalan
+    british american canadian australian european asian african scottish welsh irish cornish kiwi
+    mexican brazilian argentinian argentine chilean colombian peruvian cuban
+    indian pakistani bangladeshi nepali sri taiwanese singaporean malaysian filipino
+    belgian swiss austrian portugese israeli egyptian moroccan nigerian kenyan ethiopian
+    latino latina hispanic western eastern northern southern nordic scandinavian anglo continental
     i i'm i've i'd a an the this that these those my our your his her their it its he she we they you
     user agent assistant ok okay yes no please thanks""".split()
 )
@@ -208,14 +219,32 @@ def is_preference(text: str) -> bool:
     return _PREFERENCE.search(text) is not None
 
 
-def _audit_entities(content: str, target_file: str, known: list[str]) -> list[str]:
+def _audit_entities(content: str, target_file: str, known: list[str]) -> tuple[list[str], list[str]]:
+    """(entities, guessed): tagged or known names and the user, then names guessed from capitalisation."""
     names = {entity_key(n): n for n in entities_in_text(content, known)}
-    for name in names_in_text(content):
-        names.setdefault(entity_key(name), name)
     user = settings.REFLECT_USER_ENTITY
     if target_file == "USER.md" and user:
         names.setdefault(entity_key(user), user)
-    return list(names.values())
+    guessed = [n for n in names_in_text(content) if entity_key(n) not in names]
+    return list(names.values()), guessed
+
+
+def _keep_well_evidenced(facts: list[Fact], guesses: dict[str, list[str]], minimum: int) -> None:
+    """A name guessed from capitalisation becomes an entity only if at least ``minimum`` facts of the run name it
+    (``REFLECT_NEW_ENTITY_MIN_EVIDENCE``): one capitalised word in one sentence is no evidence of an entity. A
+    fact names it when the name stands in it as words, at a sentence's start too ("Priya recommended …"), and
+    not as part of a longer name taken already ("Corp" inside "Acme Corp")."""
+    candidates = {entity_key(n): n for names in guesses.values() for n in names}
+    texts = [fact.content for fact in facts]  # accepted names are blanked out of these, longest first
+    for key, name in sorted(candidates.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        words = re.compile(rf"(?<![\w@]){re.escape(name)}(?!\w)")
+        naming = [i for i, text in enumerate(texts) if words.search(text)]
+        if len(naming) < minimum:
+            continue
+        for i in naming:
+            texts[i] = words.sub(" ", texts[i])
+            if key not in facts[i].entity_keys:
+                facts[i] = dataclasses.replace(facts[i], entities=(*facts[i].entities, name))
 
 
 def collect_facts(since: dt.datetime, until: dt.datetime, *, known_pages: list[str] | None = None) -> Collected:
@@ -270,22 +299,27 @@ def collect_facts(since: dt.datetime, until: dt.datetime, *, known_pages: list[s
         .order_by("created_at", "id")
         .only("id", "target_file", "candidate_fact", "created_at")
     )
+    guesses: dict[str, list[str]] = {}
     for audit in audits.iterator():
         content = one_line(audit.candidate_fact)
         if not content:
             continue
+        entities, guessed = _audit_entities(content, audit.target_file, known)
+        if guessed:
+            guesses[fact_id(audit.target_file, content)] = guessed
         add(
             Fact(
                 id=fact_id(audit.target_file, content),
                 kind="opinion" if is_preference(content) else None,
                 content=content,
-                entities=tuple(_audit_entities(content, audit.target_file, known)),
+                entities=tuple(entities),
                 confidence=None,
                 source=_locate(audit.target_file, content, files),
                 date=_local_date(audit.created_at),
                 origin="audit",
             )
         )
+    _keep_well_evidenced(out.facts, guesses, int(settings.REFLECT_NEW_ENTITY_MIN_EVIDENCE))
     limit = int(settings.REFLECT_MAX_FACTS)
     if len(out.facts) > limit:
         out.excluded.append({"source": "", "reason": f"over REFLECT_MAX_FACTS={limit}; oldest left out", "content": ""})

@@ -495,6 +495,8 @@ REFLECT_PROPOSE_MEMORY = env.bool("REFLECT_PROPOSE_MEMORY", default=True)  # sur
 REFLECT_MEMORY_MIN_CONFIDENCE = env.float("REFLECT_MEMORY_MIN_CONFIDENCE", default=0.9)
 REFLECT_SWEEP_GRACE_S = env.int("REFLECT_SWEEP_GRACE_S", default=300)
 REFLECT_USER_ENTITY = env.str("REFLECT_USER_ENTITY", default="User")  # the entity USER.md's facts are about
+# A name guessed from capitalisation (no @tag, no page yet) becomes an entity once this many facts name it.
+REFLECT_NEW_ENTITY_MIN_EVIDENCE = env.int("REFLECT_NEW_ENTITY_MIN_EVIDENCE", default=2)
 SKILL_MIN_CONFIDENCE = env.float("SKILL_MIN_CONFIDENCE", default=0.7)  # seed 004 P3-001: below, not a skill
 # Resumable jobs (seed 004 P2-002, checkpoint.*): a job's holder renews its lease at every step.
 CHECKPOINT_LEASE_S = env.float("CHECKPOINT_LEASE_S", default=300)

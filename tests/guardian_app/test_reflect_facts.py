@@ -3,6 +3,8 @@ logs, no @tags) still gives entity pages; the user's facts are about the user.""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from guardian_app.facts import collect_facts, names_in_text
@@ -35,6 +37,9 @@ def test_a_day_of_conversations_gives_entity_pages(write, workspace):
     write("Lives in Lisbon near the river.", file="USER.md")
     write("Works at Acme Corp on the Atlas project.", file="USER.md")
     write("The Atlas launch moved to March.", file="MEMORY.md")
+    write("Acme Corp opened an office in Lisbon.", file="MEMORY.md")
+    write("Prefers British English spelling in documents.", file="USER.md")  # an adjective, no entity
+    write("Met Dana at the conference.", file="MEMORY.md")  # one mention: no evidence of an entity yet
 
     run = reflect(since="1d")
 
@@ -44,8 +49,8 @@ def test_a_day_of_conversations_gives_entity_pages(write, workspace):
     assert "The Atlas launch moved to March. — `MEMORY.md#L" in atlas and "Acme Corp on the Atlas project" in atlas
     user = (workspace / "bank/entities/User.md").read_text()
     assert "Lives in Lisbon" in user and "Atlas launch" not in user
-    assert run.facts_count == 3
-    assert len(collect_facts(run.since, timezone.now()).facts) == 3
+    assert run.facts_count == 6
+    assert len(collect_facts(run.since, timezone.now()).facts) == 6
 
 
 @pytest.mark.django_db
@@ -92,3 +97,41 @@ def test_a_preference_the_guardian_wrote_becomes_an_opinion_about_the_user(write
     )
     assert run.opinions_created == 1
     assert "Prefers green tea in the afternoon. — c=0.60" in (workspace / "bank/opinions.md").read_text()
+
+
+# A small labelled table of facts and the names a person would call entities in them (issue 23: "British"
+# from "British English" was a page). Language and nationality adjectives, days and months are no names.
+NAMES_TABLE = [
+    ("Prefers British English spelling.", []),
+    ("Speaks fluent Canadian French with a Quebec accent.", ["Quebec"]),
+    ("Likes Italian food and Japanese whisky.", []),
+    ("Works at Acme Corp on the Atlas project.", ["Acme Corp", "Atlas"]),
+    ("Moved to Lisbon in March.", ["Lisbon"]),
+    ("Has a call with Dana Lee every Monday.", ["Dana Lee"]),
+    ("Reads the Financial Times on Sundays.", ["Financial Times"]),
+    ("Prefers American football to European football.", []),
+    ("Writes Mandarin and Cantonese.", []),
+    ("Visited the Louvre with Sam.", ["Louvre", "Sam"]),
+]
+
+
+@pytest.mark.parametrize(("text", "names"), NAMES_TABLE)
+def test_names_in_facts_against_a_labelled_table(text, names):
+    from guardian_app.facts import names_in_text
+
+    assert names_in_text(text) == names
+
+
+@pytest.mark.django_db
+def test_a_name_guessed_once_is_not_an_entity_until_a_second_fact_names_it(write, settings):
+    from django.utils import timezone
+
+    write("Had lunch with Priya near the office.", file="MEMORY.md")
+    since = timezone.now() - dt.timedelta(days=1)
+    assert [f.entities for f in collect_facts(since, timezone.now()).facts] == [()]
+
+    write("Priya recommended a book on Rust.", file="MEMORY.md")
+    assert all("Priya" in f.entities for f in collect_facts(since, timezone.now()).facts)
+
+    settings.REFLECT_NEW_ENTITY_MIN_EVIDENCE = 3
+    assert all(f.entities == () for f in collect_facts(since, timezone.now()).facts)
