@@ -24,6 +24,8 @@ from django.templatetags.static import static
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+from import_export.admin import ExportMixin, ImportExportMixin
+from import_export.formats.base_formats import CSV, JSON, XLSX
 
 from guardian_app import workspace
 from guardian_app.corrections import correct_audit, derive_pattern
@@ -38,6 +40,7 @@ from guardian_app.models import (
     WriteGuardianAudit,
 )
 from guardian_app.queries import file_history
+from guardian_app.resources import BehaviorCorrectionResource, WriteGuardianAuditResource
 from guardian_app.rollback import RollbackStale, preview_rollback, rollback_write
 from reflection_site import memory_files
 from reflection_site.admin import BigTableMixin, ReadOnlyAdmin
@@ -127,7 +130,14 @@ class CorrectionForm(forms.Form):
 
 # --- Audits: the console -------------------------------------------------------------------------
 @admin.register(WriteGuardianAudit)
-class WriteGuardianAuditAdmin(ReadOnlyAdmin):
+class WriteGuardianAuditAdmin(ExportMixin, ReadOnlyAdmin):
+    # Export (CSV, JSON, XLSX) of the rows the list's filters select: guardian_app/resources.py.
+    resource_classes = [WriteGuardianAuditResource]
+    formats = [CSV, JSON, XLSX]
+
+    def has_export_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
     list_display = [
         "id",
         "created_at",
@@ -661,7 +671,20 @@ class BehaviorCorrectionForm(forms.ModelForm):
 
 
 @admin.register(BehaviorCorrection)
-class BehaviorCorrectionAdmin(BigTableMixin, admin.ModelAdmin):
+class BehaviorCorrectionAdmin(ImportExportMixin, BigTableMixin, admin.ModelAdmin):
+    # Import (a dry run first, then confirm) and export of corrections: guardian_app/resources.py.
+    resource_classes = [BehaviorCorrectionResource]
+    formats = [CSV, JSON, XLSX]
+
+    def get_import_resource_kwargs(self, request: HttpRequest, **kwargs: Any) -> dict[str, Any]:
+        return {**super().get_import_resource_kwargs(request, **kwargs), "corrected_by": request.user.get_username()}
+
+    def has_import_permission(self, request: HttpRequest) -> bool:
+        return self.has_add_permission(request)
+
+    def has_export_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
     form = BehaviorCorrectionForm
     list_display = [
         "id",
