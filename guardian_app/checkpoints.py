@@ -144,12 +144,13 @@ def claim(job: str, key: str, *, params: dict[str, Any] | None = None, restart: 
             f"{job} {key} is being worked on by {checkpoint.owner} (lease until {checkpoint.lease_until:%H:%M:%S})."
         )
     fields: dict[str, Any] = {"owner": owner_id(), "lease_until": _lease_until(), "updated_at": now}
-    if restart and checkpoint.is_finished:
+    started_over = restart and checkpoint.is_finished
+    if started_over:  # a new run of a finished job: its first attempt, not a resume
         fields.update(stage="", candidates=[], processed_index=0, state={}, finished_at=None, params=params or {})
     # The claim is a conditional UPDATE on what we read: of two processes taking over, one wins.
     taken = JobCheckpoint.objects.filter(
         id=checkpoint.id, owner=checkpoint.owner, updated_at=checkpoint.updated_at
-    ).update(attempts=checkpoint.attempts + 1, **fields)
+    ).update(attempts=1 if started_over else checkpoint.attempts + 1, **fields)
     if not taken:
         raise CheckpointBusy(f"{job} {key} was just taken over by another process.")
     checkpoint.refresh_from_db()

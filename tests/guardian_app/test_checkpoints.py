@@ -86,7 +86,23 @@ def test_finished_checkpoints_are_kept_and_restart_on_request():
     finish(checkpoint)
     assert claim(JOB, "run-3").is_finished
     again = claim(JOB, "run-3", restart=True)
-    assert (again.is_finished, again.stage, again.processed_index, again.attempts) == (False, "", 0, 2)
+    assert (again.is_finished, again.stage, again.processed_index, again.attempts) == (False, "", 0, 1)
+
+
+@pytest.mark.django_db
+def test_a_new_run_of_a_finished_job_is_no_resume(caplog):
+    """A finished import or reflect run started again is its first attempt: no "resuming … (attempt N)" line
+    with N climbing run after run (issue 23)."""
+    for _ in range(3):
+        checkpoint = claim(JOB, "run-4", restart=True)
+        finish(checkpoint)
+    assert checkpoint.attempts == 1 and "resuming" not in caplog.text
+
+    interrupted = claim(JOB, "run-5")
+    JobCheckpoint.objects.filter(id=interrupted.id).update(owner="gone:1", lease_until=None)
+    with caplog.at_level("INFO", logger="guardian_app.checkpoints"):
+        assert claim(JOB, "run-5").attempts == 2
+    assert "resuming" in caplog.text and "(attempt 2)" in caplog.text
 
 
 @pytest.mark.django_db
