@@ -299,3 +299,26 @@ def test_the_command_prints_a_summary_and_json(home: Path):
     out = io.StringIO()
     call_command("import_openclaw", str(home), "--dry-run", "--no-progress", stdout=out, stderr=io.StringIO())
     assert out.getvalue().startswith("Would import 2 session(s)")
+
+
+def test_the_command_reports_an_unreadable_source_once_on_one_line(home: Path, legacy: Path, monkeypatch):
+    import io
+
+    from django.core.management import call_command
+
+    from sessions_app import openclaw_import
+
+    (legacy / "cafe.jsonl").write_text('{"type":"session","version":4,"id":"cafe"}\n{oops\n')
+    real = openclaw_import.import_sessions
+
+    def with_a_multiline_reason(*args, **kwargs):
+        report = real(*args, **kwargs)
+        report.malformed = [(name, why + "\n  at byte 7\n") for name, why in report.malformed]
+        return report
+
+    monkeypatch.setattr("sessions_app.management.commands.import_openclaw.import_sessions", with_a_multiline_reason)
+    err = io.StringIO()
+    call_command("import_openclaw", str(home), stdout=io.StringIO(), stderr=err)
+
+    lines = [line for line in err.getvalue().splitlines() if "cafe.jsonl" in line]
+    assert len(lines) == 1 and lines[0].rstrip().endswith("at byte 7")

@@ -57,7 +57,7 @@ class Command(BaseCommand):
             if bar is not None:
                 bar.close()
         for name, why in report.malformed:
-            self.stderr.write(self.style.WARNING(f"Skipped unreadable {name}: {why}"))
+            self.stderr.write(self.style.WARNING(f"Skipped unreadable {name}: {' '.join(why.split())}"))
         for refused in report.turns_failed:
             self.stderr.write(self.style.WARNING(f"Refused {refused}"))
         if options["json"]:
