@@ -393,3 +393,14 @@ def test_the_gate_prompt_shows_the_headings_of_the_profiles_files(openclaw, work
     assert "- AGENTS.md (UPDATE_TOOLS): # AGENTS.md - Your Workspace; ## Every Session; ## Tools; ## Safety" in lines
     assert not any("TOOLS.md" in line.split(" ")[1] for line in lines)
     assert not any("not readable" in line for line in lines)
+
+
+def test_rolling_back_our_write_keeps_the_agents_rewrite_of_its_line(openclaw, workspace, make_decision):
+    audit = _fact(make_decision, "UPDATE_MEMORY", "The staging database moved to db2.internal.")
+    text = (workspace / "MEMORY.md").read_text()
+    dreamed = text.replace("moved to db2.internal.", "is db2.internal (consolidated).")
+    (workspace / "MEMORY.md").write_text(dreamed)  # OpenClaw's dreaming rewrites our line
+    rollback_write(audit, reason="wrong", requested_by="alice")
+    assert "db2.internal (consolidated)" in (workspace / "MEMORY.md").read_text()
+    kinds = list(FileVersion.objects.filter(file_name="MEMORY.md").order_by("seq").values_list("kind", flat=True))
+    assert kinds[:2] == ["write", "agent_edit"]
