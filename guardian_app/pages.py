@@ -267,3 +267,49 @@ def page_edits(current: str | None, new: str) -> list[dict[str, str]]:
         if current.count(old_block) == 1:
             return [{"op": "replace", "find": old_block, "text": new_block}]
     return [{"op": "replace", "find": current, "text": new}]
+
+
+# --- bank/world.md and bank/experience.md -------------------------------------------------------------
+KIND_PAGES: dict[str, tuple[str, str]] = {
+    # kind -> (page, title): seed 001's objective facts (W bullets) and what the agent did (B bullets).
+    "world": ("bank/world.md", "World"),
+    "experience": ("bank/experience.md", "Experience"),
+}
+_KIND_PAGE_NOTE = {
+    "world": "Objective facts about the world, from the daily logs' W bullets",
+    "experience": "What the agent did, from the daily logs' B bullets",
+}
+
+
+def kind_page_fact(fact: Fact) -> PageFact:
+    """A fact as ``bank/world.md`` or ``bank/experience.md`` shows it: its ``@entities`` lead its text."""
+    tags = " ".join(f"@{name}" for name in fact.entities)
+    content = one_line(fact.content)
+    return PageFact(fact.date, fact.kind or "note", f"{tags}: {content}" if tags else content, fact.source)
+
+
+def render_kind_block(kind: str, facts: list[PageFact], *, updated: dt.date) -> list[str]:
+    """The lines between the markers of ``bank/world.md`` / ``bank/experience.md``: a count, then the facts
+    newest first with their sources."""
+    ordered = sorted({f.key: f for f in facts}.values(), key=PageFact.sort_key)
+    note = _KIND_PAGE_NOTE.get(kind, kind)
+    if not ordered:
+        head = f"{note}: none yet."
+    else:
+        first, last = ordered[-1].date, ordered[0].date
+        span = first.isoformat() if first == last else f"{first.isoformat()} to {last.isoformat()}"
+        head = f"{note}: {len(ordered)} {'fact' if len(ordered) == 1 else 'facts'}, {span}."
+    return [head, "", "## Facts", "", *(f.line() for f in ordered), "", f"_Updated {updated.isoformat()} by reflect._"]
+
+
+def compose_kind_page(current: str | None, *, kind: str, new_facts: list[Fact], updated: dt.date, limit: int) -> str:
+    """``bank/world.md`` or ``bank/experience.md`` after this run: the facts on the page and the run's facts
+    of that kind, each once (by normalised text), newest first, at most ``limit``; the rest of the page kept."""
+    by_key: dict[str, PageFact] = {}
+    for item in split_page(current).facts:
+        by_key.setdefault(item.key, item)
+    for fact in new_facts:
+        item = kind_page_fact(fact)
+        by_key.setdefault(item.key, item)
+    facts = sorted(by_key.values(), key=PageFact.sort_key)[: max(1, limit)]
+    return assemble(current, KIND_PAGES[kind][1], render_kind_block(kind, facts, updated=updated))

@@ -8,7 +8,8 @@ so that a run killed at any point finishes on its next start, with the same resu
 2. **opinions**: apply each fact to the opinions (``guardian_app.opinions.record_fact``), one
    transaction per fact; a fact is counted once per opinion, so doing one again changes nothing.
 3. **pages**: one item per page, in a fixed order: each entity page with new facts, then
-   ``bank/opinions.md``, then proposals for MEMORY.md. An entity page is summarised by the LLM when one is
+   ``bank/opinions.md``, then ``bank/world.md`` and ``bank/experience.md`` (the period's ``W`` and ``B``
+   facts, merged with those on the page), then proposals for MEMORY.md. An entity page is summarised by the LLM when one is
    configured (every statement with its sources; statements it cannot source are dropped), else by the
    offline summariser, and written by ``guard_write(source="reflect", source_ref="<run id>:<page>")``:
    snapshot, diff, write-ahead audit, history, rollback, like any memory write. A page that would not
@@ -50,12 +51,15 @@ from guardian_app.opinions import (
     record_fact,
 )
 from guardian_app.pages import (
+    KIND_PAGES,
     PageFact,
     Statement,
     added_fact_keys,
     block_length,
     compose_entity_page,
+    compose_kind_page,
     compose_opinions_page,
+    kind_page_fact,
     page_edits,
 )
 from guardian_app.retain import entity_key
@@ -494,6 +498,41 @@ def _write_opinions_page(run: ReflectRun, item: dict[str, Any], state: dict[str,
     _page_outcome(state, item, audit, audit.status)
 
 
+def kind_items(facts: list[Fact]) -> list[dict[str, Any]]:
+    """One item per kind page with facts of its kind in the run: ``bank/world.md`` (W), ``bank/experience.md`` (B)."""
+    items = []
+    for kind, (page, _title) in KIND_PAGES.items():
+        ids = [f.id for f in facts if f.kind == kind]
+        if ids:
+            items.append({"type": "kind", "page": page, "kind": kind, "facts": ids})
+    return items
+
+
+def _write_kind_page(run: ReflectRun, item: dict[str, Any], facts: list[Fact], state: dict[str, Any]) -> None:
+    """``bank/world.md`` or ``bank/experience.md`` through the write guardian, as an entity page is written."""
+    page, kind = item["page"], item["kind"]
+    ref = source_ref(run.id, page)
+    existing = _existing_audit(ref)
+    if existing is not None:
+        _page_outcome(state, item, existing, existing.status)
+        return
+    rejected = rolled_back_facts(page)
+    facts = [f for f in facts if kind_page_fact(f).key not in rejected]
+    updated = timezone.localtime(run.until).date()
+
+    def build(content: str | None) -> str:
+        return compose_kind_page(
+            content, kind=kind, new_facts=facts, updated=updated, limit=settings.REFLECT_PAGE_MAX_FACTS
+        )
+
+    current = workspace.read_file(page)
+    if not facts or build(current) == current:
+        _page_outcome(state, item, None, "unchanged")
+        return
+    audit = _guarded_page_write(run, page, ref, describe(run, page, facts), build, model=OFFLINE_MODEL)
+    _page_outcome(state, item, audit, audit.status)
+
+
 def _propose_memory(run: ReflectRun, item: dict[str, Any], state: dict[str, Any]) -> None:
     from guardian_app.guardian import guard_write
 
@@ -526,6 +565,8 @@ def _process_item(run: ReflectRun, item: dict[str, Any], facts_by_id: dict[str, 
         _write_entity_page(run, item, [facts_by_id[i] for i in item["facts"] if i in facts_by_id], state)
     elif item["type"] == "opinions":
         _write_opinions_page(run, item, state)
+    elif item["type"] == "kind":
+        _write_kind_page(run, item, [facts_by_id[i] for i in item["facts"] if i in facts_by_id], state)
     elif item["type"] == "memory":
         _propose_memory(run, item, state)
 
@@ -635,6 +676,7 @@ def _run_stages(run: ReflectRun, checkpoint: JobCheckpoint, progress: Progress |
         state["entities"] = len(items)
         if Opinion.objects.exists():
             items.append({"type": "opinions", "page": OPINIONS_PAGE})
+        items += kind_items(facts)
         touched = set(state["touched"])
         items += memory_proposals([s for s in load_states() if s.id in touched])
         state["items"] = items
@@ -720,6 +762,16 @@ def _dry_run(run: ReflectRun, *, progress: Progress | None = None) -> ReflectRun
                 compose_opinions_page(current, _views(states), updated=updated),
             )
         )
+    for item in kind_items(facts):
+        current = workspace.read_file(item["page"])
+        rejected = rolled_back_facts(item["page"])
+        chosen = [facts_by_id[i] for i in item["facts"] if kind_page_fact(facts_by_id[i]).key not in rejected]
+        if not chosen:
+            continue
+        new = compose_kind_page(
+            current, kind=item["kind"], new_facts=chosen, updated=updated, limit=settings.REFLECT_PAGE_MAX_FACTS
+        )
+        planned.append((item, current, new))
     for item, current, new in planned:
         stats = diff_stats(current, new)
         changed = new != current

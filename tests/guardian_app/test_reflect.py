@@ -48,7 +48,7 @@ def test_reflect_writes_entity_pages_and_opinions_as_audited_writes(reflect_log,
     run = reflect(since="7d")
 
     assert run.status == ReflectRun.Status.DONE, run.error
-    assert (run.facts_count, run.entities_count, run.pages_written, run.opinions_created) == (3, 2, 3, 1)
+    assert (run.facts_count, run.entities_count, run.pages_written, run.opinions_created) == (3, 2, 5, 1)
     text = page(workspace)
     day = log.name.removesuffix(".md")
     assert text.startswith(f"# Peter\n\n{BEGIN}\n")
@@ -60,7 +60,13 @@ def test_reflect_writes_entity_pages_and_opinions_as_audited_writes(reflect_log,
     assert "Prefers short replies on WhatsApp" in page(workspace, "bank/opinions.md")
 
     audits = {a.target_file: a for a in reflect_audits()}
-    assert set(audits) == {PETER, "bank/entities/warelay.md", "bank/opinions.md"}
+    assert set(audits) == {
+        PETER,
+        "bank/entities/warelay.md",
+        "bank/opinions.md",
+        "bank/world.md",
+        "bank/experience.md",
+    }
     audit = audits[PETER]
     assert audit.status == "written" and audit.source_ref == source_ref(run.id, PETER) == f"{run.id}:entities/Peter"
     assert audit.before_snapshot_id is None and audit.after_snapshot.content == text
@@ -80,7 +86,7 @@ def test_a_second_run_over_the_same_facts_changes_nothing(reflect_log, workspace
 
     again = reflect(since="7d")
 
-    assert (again.pages_written, again.pages_unchanged, again.opinions_created, again.opinions_updated) == (0, 3, 0, 0)
+    assert (again.pages_written, again.pages_unchanged, again.opinions_created, again.opinions_updated) == (0, 5, 0, 0)
     assert page(workspace) == before
     assert len(reflect_audits()) == 3
     assert OpinionEvidence.objects.count() == 1
@@ -93,7 +99,7 @@ def test_new_facts_join_the_page_and_the_opinion_moves(reflect_log, workspace):
 
     run = reflect(since="7d")
 
-    assert run.opinions_updated == 1 and run.pages_written == 2  # Peter's page and the opinions page.
+    assert run.opinions_updated == 1 and run.pages_written == 3  # Peter's page, the opinions page, bank/world.md.
     text = page(workspace)
     assert text.count("Prefers short replies on WhatsApp") == 3  # The opinion and both facts.
     opinion = Opinion.objects.get()
@@ -142,7 +148,7 @@ def test_a_dry_run_shows_the_change_and_writes_nothing(reflect_log, workspace):
 
     run = reflect(since="7d", dry_run=True)
 
-    assert run.dry_run and run.status == "done" and run.pages_written == 3
+    assert run.dry_run and run.status == "done" and run.pages_written == 5
     assert not (workspace / "bank").exists()
     assert not WriteGuardianAudit.objects.exists() and not Opinion.objects.exists()
     preview = {p["page"]: p for p in run.stats["pages"]}
@@ -279,8 +285,8 @@ def test_a_run_that_fails_halfway_finishes_on_its_next_start(reflect_log, worksp
 
     finished = execute_run(run)
 
-    assert finished.status == "done" and finished.pages_written == 3
-    assert len(reflect_audits()) == 3  # The page written before the failure was not written again.
+    assert finished.status == "done" and finished.pages_written == 5
+    assert len(reflect_audits()) == 5  # The page written before the failure was not written again.
 
 
 def test_the_memory_reflect_command(reflect_log, workspace, capsys):
@@ -293,7 +299,7 @@ def test_the_memory_reflect_command(reflect_log, workspace, capsys):
 
     call_command("memory", "reflect", "--since", "7d", "--json")
     data = json.loads(capsys.readouterr().out)
-    assert data["status"] == "done" and data["pages_written"] == 3 and len(data["audit_ids"]) == 3
+    assert data["status"] == "done" and data["pages_written"] == 5 and len(data["audit_ids"]) == 5
 
 
 def test_the_command_refuses_a_bad_since(db):
@@ -333,7 +339,7 @@ def test_the_run_task_runs_the_run(reflect_log, workspace):
 
     assert run_reflect(run.id) == "done"
     assert run_reflect(run.id) == "done"  # A redelivered message finds it finished.
-    assert len(reflect_audits()) == 3
+    assert len(reflect_audits()) == 5
 
 
 def test_the_daily_task_starts_where_the_last_run_ended(reflect_log, workspace):
@@ -343,7 +349,7 @@ def test_the_daily_task_starts_where_the_last_run_ended(reflect_log, workspace):
     first = ReflectRun.objects.get(id=run_daily_reflect())
     second = ReflectRun.objects.get(id=run_daily_reflect())
 
-    assert first.requested_by == "schedule" and first.pages_written == 3
+    assert first.requested_by == "schedule" and first.pages_written == 5
     assert second.since == first.until
 
 
