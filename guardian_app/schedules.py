@@ -1,5 +1,7 @@
 """This app's default beat entries: name -> (task, crontab). Created once; timing is the operator's."""
 
+from django.conf import settings
+
 SCHEDULES: dict[str, tuple[str, str]] = {}
 # Write guardian: re-enqueue UPDATE_* decisions still without an audit after GUARDIAN_SWEEP_GRACE_S.
 SCHEDULES["guardian-sweep"] = ("guardian_app.tasks.run_guardian_sweep", "* * * * *")  # https://crontab.guru/#*_*_*_*_*
@@ -28,3 +30,5 @@ SCHEDULES["projection-daily"] = (
 SCHEDULES["report-daily"] = ("guardian_app.tasks.run_daily_report", "10 0 * * *")  # https://crontab.guru/#10_0_*_*_*
 # Resumable jobs (seed 004 P2-002): finish reflect runs and imports whose process died; re-enqueue stuck runs.
 SCHEDULES["resume-jobs"] = ("guardian_app.tasks.run_resume_jobs", "*/5 * * * *")  # https://crontab.guru/#*/5_*_*_*_*
+# consolidation.schedule (CONSOLIDATION_SCHEDULE, owned by the setting): https://crontab.guru/#0_2_*_*_*
+SCHEDULES["consolidation"] = ("guardian_app.tasks.run_consolidation", settings.CONSOLIDATION_SCHEDULE)

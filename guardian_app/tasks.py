@@ -179,6 +179,19 @@ def run_daily_reflect() -> str:
 
 
 @shared_task
+def run_consolidation() -> list[dict] | None:
+    """At CONSOLIDATION_SCHEDULE: each memory file's repeated and superseded lines removed, one audited write each
+    (guardian_app.consolidation); nothing while CONSOLIDATION_ENABLED is off (the default, as the seed's)."""
+    from django.conf import settings
+
+    from guardian_app.consolidation import consolidate
+
+    if not settings.CONSOLIDATION_ENABLED:
+        return None
+    return [result.as_dict() for result in consolidate()]
+
+
+@shared_task
 def run_daily_projection() -> str:
     """Daily: the category views and today's summary under PROJECTION_DIR, if PROJECTION_ENABLED and
     PROJECTION_DAILY_TRIGGER (seed 004's qmdProjection.enabled, off by default, and dailyTrigger)."""

@@ -212,7 +212,7 @@ def default_schedules() -> dict[str, tuple[str, str]]:
 
 # Beat rows whose timing a setting owns: name -> the setting. Applied at every ``migrate`` until an operator
 # edits the row in the admin (the value we applied is kept in the row's description to tell).
-SETTINGS_OWNED = {"conversation-jsonl-export": "JSONL_EXPORT_SCHEDULE"}
+SETTINGS_OWNED = {"conversation-jsonl-export": "JSONL_EXPORT_SCHEDULE", "consolidation": "CONSOLIDATION_SCHEDULE"}
 OWNED_MARK = "Timing owned by the setting {setting}; last applied: {cron}"
 
 

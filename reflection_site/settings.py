@@ -488,6 +488,10 @@ PROJECTION_INCLUDE_L1 = env.bool("PROJECTION_INCLUDE_L1", default=True)
 PROJECTION_CATEGORY_SEPARATE_FILES = env.bool("PROJECTION_CATEGORY_SEPARATE_FILES", default=True)
 PROJECTION_DAILY_TRIGGER = env.bool("PROJECTION_DAILY_TRIGGER", default=True)
 # Reflect (seed 001): the daily run starts where the last one ended, else this long ago.
+# consolidation.*: remove repeated and superseded lines of the memory files (guardian_app/consolidation.py).
+CONSOLIDATION_ENABLED = env.bool("CONSOLIDATION_ENABLED", default=False)  # consolidation.enabled
+CONSOLIDATION_SCHEDULE = env.str("CONSOLIDATION_SCHEDULE", default="0 2 * * *")  # consolidation.schedule
+CONSOLIDATION_MAX_REMOVED_LINES = env.int("CONSOLIDATION_MAX_REMOVED_LINES", default=50)  # per file and run
 REFLECT_DEFAULT_SINCE = env.str("REFLECT_DEFAULT_SINCE", default="7d")
 REFLECT_MAX_FACTS = env.int("REFLECT_MAX_FACTS", default=5000)  # per run, newest kept
 REFLECT_PAGE_MAX_FACTS = env.int("REFLECT_PAGE_MAX_FACTS", default=200)  # facts listed on an entity page

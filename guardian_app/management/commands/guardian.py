@@ -174,6 +174,13 @@ class Command(BaseCommand):
         )
         files.add_argument("--json", action="store_true")
 
+        consolidate = actions.add_parser(
+            "consolidate", help="Remove repeated and superseded lines of the memory files, one audited write each."
+        )
+        consolidate.add_argument("--dry-run", action="store_true", help="Show what would be removed, write nothing.")
+        consolidate.add_argument("--file", action="append", dest="files", help="Only this file (repeatable).")
+        consolidate.add_argument("--json", action="store_true")
+
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             getattr(self, "handle_" + options["action"].replace("-", "_"))(options)
@@ -491,6 +498,25 @@ class Command(BaseCommand):
             self.stdout.write(f"  {v.file_name} #{v.seq} {v.kind} +{v.lines_added} -{v.lines_removed}")
         for name, found in workspace.unsafe_files().items():
             self.stderr.write(self.style.ERROR(f"  {name} is {found}: not read or written until it is replaced"))
+
+    def handle_consolidate(self, options: dict[str, Any]) -> None:
+        from guardian_app.consolidation import consolidate
+
+        results = consolidate(dry_run=options["dry_run"], files=options["files"])
+        if options["json"]:
+            self.stdout.write(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
+            return
+        for result in results:
+            if not result.removals:
+                self.stdout.write(f"{result.file_name}: nothing to consolidate")
+                continue
+            verb = "would remove" if result.status == "planned" else f"{result.status}, removed"
+            if result.status not in ("planned", "written"):
+                verb = f"{result.status} ({result.reason}), nothing removed"
+            audit = f" (audit {result.audit_id})" if result.audit_id else ""
+            self.stdout.write(f"{result.file_name}: {verb} {len(result.removals)} line(s){audit}")
+            for removal in result.removals:
+                self.stdout.write(f"  -L{removal.number} {removal.line.strip()}  [{removal.why}: {removal.by.strip()}]")
 
     def handle_files(self, options: dict[str, Any]) -> None:
         listing = workspace.profile_files()
