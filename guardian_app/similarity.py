@@ -28,8 +28,10 @@ from django.conf import settings
 from guardian_app.heuristic_guardian import fold, tokens
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
-# A number, a capitalised word inside the sentence (a name, a place), a domain, a code span.
-_SPECIFIC = re.compile(r"\d+|(?<=[\w,;:] )[A-Z][\w'-]+|[\w.-]+\.[a-z]{2,}\b|`[^`]+`")
+# A word with a digit (a number, a date, an id: "21", "m0x0"), a capitalised word inside the sentence (a name, a
+# place), a domain, a code span.
+_SPECIFIC = re.compile(r"[\w-]*\d[\w-]*|(?<=[\w,;:] )[A-Z][\w'-]+|[\w.-]+\.[a-z]{2,}\b|`[^`]+`")
+_WORD = re.compile(r"[\w.-]+|`[^`]+`")
 
 
 def lexical(a: str, b: str) -> float:
@@ -67,8 +69,9 @@ def specifics(text: str) -> set[str]:
 
 def new_specifics(fact: str, stored: str) -> set[str]:
     """Specifics of ``fact`` the stored line does not have (CJK bigrams only count when most are new)."""
-    stored_folded = fold(stored)
-    missing = {s for s in specifics(fact) if s not in stored_folded}
+    stored_words = specifics(stored) | {fold(w).strip("`") for w in _WORD.findall(stored)}
+    missing = {s for s in specifics(fact) if s not in stored_words and not _CJK_RUN.fullmatch(s)}
+    missing |= {s for s in specifics(fact) if _CJK_RUN.fullmatch(s) and s not in fold(stored)}
     cjk = [s for s in specifics(fact) if _CJK_RUN.fullmatch(s)]
     cjk_missing = [s for s in cjk if s in missing]
     if cjk and len(cjk_missing) <= len(cjk) // 2:
