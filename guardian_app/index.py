@@ -47,13 +47,15 @@ from filelock import FileLock
 from guardian_app.chunking import Chunk, chunk_markdown, search_text
 from guardian_app.embeddings import CacheStats, EmbeddingError, current_config, embed_with_cache
 from guardian_app.models import MemoryChunk, MemoryIndexFile, MemoryIndexMeta
-from guardian_app.retain import entity_key
+from guardian_app.retain import entity_key, parse_time_range
 from reflection_site import memory_files
 from reflection_site.ids import new_ulid
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1  # Bump when chunking or search tokens change: the next run re-chunks every file.
+SCHEMA_VERSION = (
+    2  # 2: valid_from/valid_until. Bump when chunking or search tokens change: the next run re-chunks every file.
+)
 META_KEY = "memory_index_meta_v1"  # Seed 003's key.
 GENERATION_KEY = "index_generation"
 SOURCE = "memory"
@@ -232,6 +234,7 @@ def _entity_keys(names: Iterable[str]) -> str:
 
 def _new_chunk(path: str, chunk: Chunk, digest: str, timestamp: dt.datetime) -> MemoryChunk:
     entities = _entities_for(path, chunk)
+    valid_from, valid_until = parse_time_range(chunk.content or chunk.text, daily_log_date(path) or timestamp.date())
     return MemoryChunk(
         path=path,
         source=SOURCE,
@@ -249,6 +252,8 @@ def _new_chunk(path: str, chunk: Chunk, digest: str, timestamp: dt.datetime) -> 
         confidence=chunk.confidence,
         content=chunk.content,
         timestamp=timestamp,
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
 
 

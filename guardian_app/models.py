@@ -624,6 +624,9 @@ class MemoryChunk(models.Model):
     timestamp = models.DateTimeField(
         help_text="The source's date: a daily log's day, else when the text was first indexed"
     )
+    # The period the fact states ("since March", "until 2025", "自三月起"; guardian_app.retain.parse_time_range).
+    valid_from = models.DateField(null=True, blank=True, help_text="First day the fact holds, when it says")
+    valid_until = models.DateField(null=True, blank=True, help_text="Last day the fact holds, when it says")
     hits = models.PositiveIntegerField(default=0, help_text="Times the agent reported using this result")
     last_hit_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)

@@ -13,6 +13,7 @@ confidence, written for opinions. A bullet in the section without a type prefix 
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass, field
 
@@ -90,3 +91,129 @@ def parse_retain_bullet(text: str) -> RetainFact | None:
 
 def is_retain_heading(line: str) -> bool:
     return RETAIN_HEADING.match(line) is not None
+
+
+# --- Time ranges in facts ----------------------------------------------------------------------------------
+# "since March", "until 2025", "from May to July", "Nov 27 - Dec 1", "自三月起", "2025年11月27日至12月1日": the
+# period a fact holds, as the recall index's valid_from / valid_until (seed 001: "what was true in November
+# 2025?"). A date without a year takes the reference day's (a daily log's day), moved a year back for a start
+# after the reference day and a year on for an end before it.
+_MONTHS = {
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
+    "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+_CN_NUMBERS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+_ORD = r"(?:st|nd|rd|th)?"
+_DATE_EN = (
+    rf"(?:\d{{4}}-\d{{2}}(?:-\d{{2}})?"
+    rf"|\d{{1,2}}{_ORD}\s+(?:of\s+)?{_MONTH}(?:,?\s+\d{{4}})?"
+    rf"|{_MONTH}(?:\s+\d{{1,2}}{_ORD}(?!\d))?(?:,?\s+\d{{4}})?"
+    rf"|(?:19|20)\d{{2}})(?!\w)"
+)
+_CN_NUM = r"(?:\d{1,2}|十[一二]?|[一二三四五六七八九])"
+_DATE_CN = rf"(?:(?:\d{{4}}年)?{_CN_NUM}月(?:{_CN_NUM}[日号])?|\d{{4}}年)"
+_DATE = rf"(?:{_DATE_EN}|{_DATE_CN})"
+_RANGE_PATTERNS = [
+    # (pattern, which ends it sets); group "a" is the start, "b" the end
+    (re.compile(rf"(?<!\w)(?:from|between)\s+(?P<a>{_DATE_EN})\s*(?:to|until|till|through|and|-|–|—)\s*(?P<b>{_DATE_EN})", re.I), "ab"),
+    (re.compile(rf"(?:自|从)?\s*(?P<a>{_DATE_CN})\s*(?:到|至|-|–|—|~)\s*(?P<b>{_DATE_CN}|{_CN_NUM}[日号])", re.I), "ab"),
+    (re.compile(rf"(?<![\w-])(?P<a>{_DATE_EN})\s*(?:-|–|—|to|until|till|through)\s*(?P<b>{_DATE_EN}|\d{{1,2}}(?!\d))", re.I), "ab"),
+    (re.compile(rf"(?<!\w)(?:since|starting(?:\s+(?:in|on|from))?|as\s+of|from|beginning(?:\s+in)?)\s+(?P<a>{_DATE_EN})", re.I), "a"),
+    (re.compile(rf"(?:自|从)\s*(?P<a>{_DATE_CN})\s*(?:起|开始|以来)"), "a"),
+    (re.compile(rf"(?<!\w)(?:until|till|through|up\s+to|ends?\s+(?:in|on))\s+(?P<b>{_DATE_EN})", re.I), "b"),
+    (re.compile(rf"(?:直到|截至|截止到?|到)\s*(?P<b>{_DATE_CN})\s*(?:为止|底|前)?"), "b"),
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Date:
+    year: int | None
+    month: int | None
+    day: int | None
+
+
+def _cn_number(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    if text.startswith("十"):
+        return 10 + (_CN_NUMBERS.get(text[1:], 0) if len(text) > 1 else 0)
+    return _CN_NUMBERS[text]
+
+
+def _parse_date(text: str) -> _Date | None:
+    text = text.strip().rstrip(".")
+    match = re.fullmatch(r"(\d{4})-(\d{2})(?:-(\d{2}))?", text)
+    if match:
+        return _Date(int(match.group(1)), int(match.group(2)), int(match.group(3)) if match.group(3) else None)
+    match = re.fullmatch(rf"(?:(\d{{4}})年)?(?:({_CN_NUM})月)?(?:({_CN_NUM})[日号])?", text)
+    if match and any(match.groups()):
+        year, month, day = match.groups()
+        return _Date(
+            int(year) if year else None, _cn_number(month) if month else None, _cn_number(day) if day else None
+        )
+    if re.fullmatch(r"\d{4}", text):
+        return _Date(int(text), None, None)
+    if re.fullmatch(r"\d{1,2}", text):
+        return _Date(None, None, int(text))
+    year = re.search(r"(\d{4})$", text)
+    month = re.search(r"[a-z]{3,}", text, re.I)
+    day = re.search(r"(?<!\d)(\d{1,2})(?!\d)", text[: year.start()] if year else text)
+    if month is None or month.group().lower()[:3] not in _MONTHS:
+        return None
+    return _Date(
+        int(year.group(1)) if year else None, _MONTHS[month.group().lower()[:3]], int(day.group(1)) if day else None
+    )
+
+
+def _bounds(date: _Date, year: int) -> tuple[dt.date, dt.date]:
+    """The first and last day a date names (a year, a month or a day), in ``year`` if it has none."""
+    year = date.year or year
+    if date.month is None:
+        return dt.date(year, 1, 1), dt.date(year, 12, 31)
+    if date.day is None:
+        last = (dt.date(year + date.month // 12, date.month % 12 + 1, 1)) - dt.timedelta(days=1)
+        return dt.date(year, date.month, 1), last
+    return dt.date(year, date.month, date.day), dt.date(year, date.month, date.day)
+
+
+def parse_time_range(text: str, reference: dt.date) -> tuple[dt.date | None, dt.date | None]:
+    """The period a fact states (first day, last day), either end None when open; (None, None) when none.
+
+    ``reference`` is the day the fact was written (its daily log's day): it supplies a missing year.
+    """
+    for pattern, ends in _RANGE_PATTERNS:
+        match = pattern.search(text)
+        if match is None:
+            continue
+        start = _parse_date(match.group("a")) if "a" in ends else None
+        end = _parse_date(match.group("b")) if "b" in ends else None
+        if ("a" in ends and start is None) or ("b" in ends and end is None):
+            continue
+        try:
+            if start is not None and end is not None:
+                if end.month is None and end.year is None:  # "Nov 27-30": the end's month is the start's
+                    if start.month is None or start.day is None:
+                        continue  # "2023-04" is no range from 2023 to the 4th
+                    end = _Date(start.year, start.month, end.day)
+                year = end.year or start.year or reference.year
+                first = _bounds(start, start.year or year)[0]
+                last = _bounds(end, year)[1]
+                if last < first and start.year is None:
+                    first = _bounds(start, year - 1)[0]
+                if last < first:
+                    continue
+                return first, last
+            if start is not None:
+                first = _bounds(start, reference.year)[0]
+                if start.year is None and first > reference:
+                    first = _bounds(start, reference.year - 1)[0]
+                return first, None
+            assert end is not None
+            last = _bounds(end, reference.year)[1]
+            if end.year is None and last < reference:
+                last = _bounds(end, reference.year + 1)[1]
+            return None, last
+        except ValueError:  # "February 30"
+            continue
+    return None, None
