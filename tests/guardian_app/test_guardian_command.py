@@ -108,3 +108,56 @@ def test_session_rollback_sweep_and_drift(write, user_md):
     assert "Requeued 0" in run("sweep")
     user_md.write_text("- hand\n")
     assert "USER.md #3 hand_edit" in run("drift")
+
+
+def test_correct_says_it_is_a_label_and_leaves_the_file(write, user_md):
+    audit = write("Prefers green tea in the afternoon.")
+    before = user_md.read_text()
+
+    text = run("correct", audit.id, "--status", "refused", "--reason", "Not a real preference.")
+
+    assert "is a label for learning" in text and "USER.md is unchanged" in text and "--apply" in text
+    assert user_md.read_text() == before
+
+
+def test_correct_apply_rolls_back_a_wrong_write(write, user_md):
+    audit = write("Prefers green tea in the afternoon.")
+
+    text = run("correct", audit.id, "--status", "refused", "--reason", "Not a real preference.", "--apply")
+
+    assert f"Rolled back {audit.id} from USER.md: 3 line(s) removed" in text  # the fact, its heading, a blank
+    assert not user_md.exists()  # it was the file's first write
+    assert WriteGuardianAudit.objects.get(id=audit.id).status == "rolled_back"
+
+
+def test_correct_apply_moves_a_fact_to_the_right_file(write, user_md, workspace):
+    audit = write("The launch is on Friday the 14th.")
+    assert audit.status == "written", audit.reason
+
+    text = run(
+        "correct", audit.id, "--status", "written", "--file", "MEMORY.md", "--reason", "A project date.", "--apply"
+    )
+
+    assert "Rolled back" in text and "Wrote the corrected fact to MEMORY.md" in text
+    assert not user_md.exists()  # the wrong write was the file's first
+    assert "launch is on Friday the 14th" in (workspace / "MEMORY.md").read_text()
+
+
+def test_correct_apply_writes_a_fact_that_was_refused(write, user_md):
+    refused = write("Vim.")
+    assert refused.status == "refused"
+
+    text = run(
+        "correct",
+        refused.id,
+        "--status",
+        "written",
+        "--fact",
+        "Uses vim as the editor.",
+        "--reason",
+        "Editor matters.",
+        "--apply",
+    )
+
+    assert "Wrote the corrected fact to USER.md" in text and "written" in text
+    assert "Uses vim as the editor." in user_md.read_text()

@@ -157,6 +157,12 @@ class Command(BaseCommand):
         correct.add_argument("--apply-to-future", action="store_true", help="Steer the gate and guardian from now on.")
         correct.add_argument("--pattern", help="The correction pattern (default: derived from the fact).")
         correct.add_argument("--by", default="cli")
+        correct.add_argument(
+            "--apply",
+            action="store_true",
+            help="Also change the file now, as audited writes: roll the write back (refused), and/or write the "
+            "corrected fact (written).",
+        )
 
         export = actions.add_parser("export", help="Write the matching audits to a file.")
         filters(export, default_limit=None)
@@ -387,7 +393,42 @@ class Command(BaseCommand):
             if correction.apply_to_future
             else ""
         )
-        self.stdout.write(self.style.SUCCESS(f"Correction {correction.id} recorded{pattern}"))
+        self.stdout.write(self.style.SUCCESS(f"Correction {correction.id} recorded{pattern}."))
+        if not options["apply"]:
+            self.stdout.write(
+                f"It is a label for learning (the dataset{', and the prompts from now on' if pattern else ''}): "
+                f"{audit.target_file} is unchanged. Add --apply to change the file now (an audited write)."
+            )
+            return
+        self._apply_correction(audit, correction, by=options["by"])
+
+    def _apply_correction(self, audit: WriteGuardianAudit, correction: Any, *, by: str) -> None:
+        """The correction made real: the wrong write rolled back, the right fact written, each audited."""
+        target = correction.corrected_target_file or audit.target_file
+        fact = correction.corrected_candidate_fact or audit.candidate_fact
+        wrong_write = audit.status == WriteGuardianAudit.Status.WRITTEN and (
+            correction.corrected_status == "refused" or target != audit.target_file or fact != audit.candidate_fact
+        )
+        if wrong_write:
+            try:
+                rollback = rollback_write(audit, reason=f"correction {correction.id}", requested_by=by)
+            except GuardianError as exc:
+                raise CommandError(
+                    f"the write could not be rolled back, so nothing was applied: {exc.message}"
+                ) from exc
+            self.stdout.write(f"Rolled back {audit.id} from {audit.target_file}: {rollback.change.summary()}.")
+            self._print_change(rollback.change)
+        if correction.corrected_status == "written" and (
+            wrong_write or audit.status != WriteGuardianAudit.Status.WRITTEN
+        ):
+            done = retry_write(audit, candidate_fact=fact, target_file=target, requested_by=by)
+            self.stdout.write(
+                f"Wrote the corrected fact to {done.target_file}: audit {done.id} {done.status}"
+                + (f" ({done.reason})" if done.reason else "")
+                + "."
+            )
+        elif not wrong_write:
+            self.stdout.write(f"Nothing to apply: {audit.target_file} already holds what the correction says.")
 
     # --- history / export -----------------------------------------------------------------------
     def handle_history(self, options: dict[str, Any]) -> None:
