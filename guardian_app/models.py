@@ -14,12 +14,18 @@ from reflection_site.memory_files import ALL_FILES, SEED_FILES
 MEMORY_FILES: tuple[str, ...] = SEED_FILES
 # Reflect's pages (seed 001's bank/): names made by guardian_app.workspace.bank_page, never taken from a client.
 BANK_PAGE_PATTERN = r"^bank/(entities/[A-Za-z0-9][A-Za-z0-9_-]{0,63}|opinions|world|experience)\.md$"
+# A daily log (seed 001's memory/YYYY-MM-DD.md): reflect writes the ``## Retain`` bullets it infers into it.
+DAILY_LOG_PATTERN = r"^memory/[0-9]{4}-[0-9]{2}-[0-9]{2}\.md$"
 FILE_NAME_MAX_LENGTH = 96
 
 
 def workspace_file_q(field: str) -> Q:
-    """The database check on a workspace file name: a memory file of any profile, or a bank page."""
-    return Q(**{f"{field}__in": ALL_FILES}) | Q(**{f"{field}__regex": BANK_PAGE_PATTERN})
+    """The database check on a workspace file name: a memory file of any profile, a bank page or a daily log."""
+    return (
+        Q(**{f"{field}__in": ALL_FILES})
+        | Q(**{f"{field}__regex": BANK_PAGE_PATTERN})
+        | Q(**{f"{field}__regex": DAILY_LOG_PATTERN})
+    )
 
 
 class MemoryFile(models.TextChoices):

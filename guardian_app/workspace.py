@@ -45,6 +45,7 @@ from guardian_app.diffs import content_hash, diff_and_stats
 from guardian_app.errors import FileBusy, UnknownFile, UnsafeFile
 from guardian_app.models import (
     BANK_PAGE_PATTERN,
+    DAILY_LOG_PATTERN,
     MEMORY_FILES,
     FileSnapshot,
     FileVersion,
@@ -78,6 +79,7 @@ INTERRUPTED = "interrupted before the write was recorded"
 
 # --- Names and paths -----------------------------------------------------------------------------
 _BANK_PAGE = re.compile(BANK_PAGE_PATTERN)
+_DAILY_LOG = re.compile(DAILY_LOG_PATTERN)
 
 
 def bank_page(entity: str) -> str:
@@ -108,8 +110,8 @@ def canonical_name(name: object) -> str:
     A bank name is accepted only when it matches ``BANK_PAGE_PATTERN`` exactly.
     """
     found = name if isinstance(name, str) and name in memory_files.active().files else None
-    if found is None and isinstance(name, str) and _BANK_PAGE.fullmatch(name):
-        found = name
+    if found is None and isinstance(name, str) and (_BANK_PAGE.fullmatch(name) or _DAILY_LOG.fullmatch(name)):
+        found = name  # a daily log only as reflect names it (memory/YYYY-MM-DD.md), for its inferred Retain bullets
     if found is None:
         raise UnknownFile(str(name))
     return found
@@ -123,6 +125,10 @@ def path_for(name: str) -> Path:
     name = canonical_name(name)
     root = Path(settings.WORKSPACE_DIR)
     if name in memory_files.active().files:
+        return root / name
+    if _DAILY_LOG.fullmatch(name):
+        if (root / "memory").is_symlink():
+            raise UnknownFile(f"{name} (memory/ is a symbolic link)")
         return root / name
     match = _BANK_PAGE.fullmatch(name)
     assert match is not None
