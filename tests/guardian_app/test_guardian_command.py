@@ -161,3 +161,14 @@ def test_correct_apply_writes_a_fact_that_was_refused(write, user_md):
 
     assert "Wrote the corrected fact to USER.md" in text and "written" in text
     assert "Uses vim as the editor." in user_md.read_text()
+
+
+def test_history_counts_a_replaced_line_as_one_removed_and_one_added(write, user_md):
+    write("Prefers green tea in the afternoon.")
+    text = user_md.read_text()
+    user_md.write_text(text.replace("- Prefers green tea in the afternoon.\n", "- Prefers black coffee.\n"))
+
+    rows = run("history", "-f", "USER.md").splitlines()
+
+    hand = next(row for row in rows if "hand_edit" in row)
+    assert "+1 -1" in hand

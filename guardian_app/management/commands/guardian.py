@@ -75,6 +75,18 @@ def _table(rows: list[list[Any]], headers: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _plus_minus(version: Any) -> str:
+    """``+a -r`` as ``git diff --stat`` counts them, from the version's diff: a replaced line is one of each (the
+    stored counts call a replacement "modified", which this column used to leave out: "+0 -1" for a line
+    replaced by a shorter block)."""
+    if version.diff:
+        lines = version.diff.splitlines()
+        added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+        removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+        return f"+{added} -{removed}"
+    return f"+{version.lines_added or 0} -{version.lines_removed or 0}"
+
+
 class Command(BaseCommand):
     help = (
         "Write-guardian audits. `list [SESSION]` shows the newest audits (default 10; -f file, -s status, "
@@ -464,7 +476,7 @@ class Command(BaseCommand):
                 v.seq,
                 v.created_at.strftime("%Y-%m-%d %H:%M:%S"),
                 v.kind,
-                f"+{v.lines_added} -{v.lines_removed}",
+                _plus_minus(v),
                 v.audit_id or "",
                 _short(v.audit.candidate_fact if v.audit_id else "", 40),
             ]
