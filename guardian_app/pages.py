@@ -313,3 +313,28 @@ def compose_kind_page(current: str | None, *, kind: str, new_facts: list[Fact], 
         by_key.setdefault(item.key, item)
     facts = sorted(by_key.values(), key=PageFact.sort_key)[: max(1, limit)]
     return assemble(current, KIND_PAGES[kind][1], render_kind_block(kind, facts, updated=updated))
+
+
+# --- A daily log's ## Retain section ----------------------------------------------------------------------
+_ANY_HEADING = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
+
+
+def compose_retain(current: str, bullets: list[str]) -> str:
+    """The log with ``bullets`` added at the end of its (last) ``## Retain`` section, or in a new
+    ``## Retain`` section at the end of the log; every other line as it was."""
+    from guardian_app.retain import is_retain_heading
+
+    if not bullets:
+        return current
+    lines = current.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += "\n"
+    added = [f"{b}\n" for b in bullets]
+    heads = [i for i, line in enumerate(lines) if _ANY_HEADING.match(line) and is_retain_heading(line.strip())]
+    if not heads:
+        gap = [] if not lines or not lines[-1].strip() else ["\n"]
+        return "".join([*lines, *gap, "## Retain\n", *added])
+    end = next((i for i in range(heads[-1] + 1, len(lines)) if _ANY_HEADING.match(lines[i])), len(lines))
+    while end > heads[-1] + 1 and not lines[end - 1].strip():
+        end -= 1  # after the section's last bullet, before the blank lines that end it
+    return "".join([*lines[:end], *added, *lines[end:]])

@@ -3,6 +3,11 @@
 ``execute_run(run)`` works in stages, each recorded in the run's checkpoint (``guardian_app.checkpoints``)
 so that a run killed at any point finishes on its next start, with the same result:
 
+0. **infer** (seed 001: "reflect can infer these bullets from the rest of the log"): each daily log of the
+   period gets ``## Retain`` bullets (``W``/``B``/``O(c=…)``/``S`` with ``@entities``, relative days made
+   absolute) inferred from its untyped lines (``guardian_app.retain.infer_bullet``), added to its Retain section
+   by one guarded write per log (``source_ref="<run id>:memory/<day>"``). A line whose bullet the log holds
+   already, or that a rolled-back write added, is not inferred again.
 1. **collect**: bring the recall index up to date, read the period's facts (``guardian_app.facts``) and
    store them in the checkpoint; from here on the run works from that list.
 2. **opinions**: apply each fact to the opinions (``guardian_app.opinions.record_fact``), one
@@ -27,6 +32,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import string
 from collections import Counter
 from collections.abc import Callable
@@ -59,10 +65,11 @@ from guardian_app.pages import (
     compose_entity_page,
     compose_kind_page,
     compose_opinions_page,
+    compose_retain,
     kind_page_fact,
     page_edits,
 )
-from guardian_app.retain import entity_key
+from guardian_app.retain import entity_key, infer_bullet, is_retain_heading, parse_retain_bullet, untyped_lines
 from reflection_site.errors import ReflectionError
 
 logger = logging.getLogger(__name__)
@@ -498,6 +505,137 @@ def _write_opinions_page(run: ReflectRun, item: dict[str, Any], state: dict[str,
     _page_outcome(state, item, audit, audit.status)
 
 
+def _log_days(run: ReflectRun) -> list[tuple[str, dt.date]]:
+    """The daily logs (``memory/YYYY-MM-DD.md``) of the run's period, oldest first."""
+    from guardian_app.facts import start_of_day
+    from guardian_app.index import daily_log_date
+
+    folder = Path(settings.WORKSPACE_DIR) / "memory"
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    first, last = start_of_day(run.since).date(), timezone.localtime(run.until).date()
+    found = []
+    for entry in os.scandir(folder):
+        name = f"memory/{entry.name}"
+        day = daily_log_date(name)
+        if day is not None and entry.name == f"{day.isoformat()}.md" and first <= day <= last:
+            if entry.is_file(follow_symlinks=False):
+                found.append((name, day))
+    return sorted(found, key=lambda item: item[1])
+
+
+def _retained_keys(text: str) -> set[str]:
+    """The facts a log's ``## Retain`` sections hold already, by normalised text."""
+    from guardian_app.heuristic_guardian import fingerprint
+
+    keys: set[str] = set()
+    inside = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("#"):
+            inside = is_retain_heading(line.strip())
+            continue
+        fact = parse_retain_bullet(line) if inside else None
+        if fact is not None:
+            keys.add(fingerprint(fact.content))
+    return keys
+
+
+def _rolled_back_bullets(name: str) -> set[str]:
+    """Bullets reflect added to a log in writes a person rolled back, by normalised text."""
+    from guardian_app.heuristic_guardian import fingerprint
+
+    keys: set[str] = set()
+    diffs = WriteGuardianAudit.objects.filter(
+        source=WriteGuardianAudit.Source.REFLECT, target_file=name, status=WriteGuardianAudit.Status.ROLLED_BACK
+    ).values_list("diff", flat=True)
+    for diff in diffs:
+        for line in (diff or "").splitlines():
+            fact = parse_retain_bullet(line[1:]) if line.startswith("+") and not line.startswith("+++") else None
+            if fact is not None:
+                keys.add(fingerprint(fact.content))
+    return keys
+
+
+def infer_retain(text: str, day: dt.date, *, known: list[str], rejected: set[str]) -> list[str]:
+    """The ``## Retain`` bullets to add to a log: one per untyped line whose fact the log does not hold yet.
+
+    A line's entities are its ``@tags`` and the ``known`` names it mentions as words (the index's entities and
+    the names the period's logs name often enough); lines with secrets, personal data or instructions are left
+    alone.
+    """
+    from guardian_app.facts import entities_in_text
+    from guardian_app.heuristic_guardian import fingerprint
+
+    have = _retained_keys(text) | rejected
+    out: list[str] = []
+    for _number, line in untyped_lines(text):
+        if exclusion_reason(line) is not None or fingerprint(line) in have:
+            continue
+        bullet = infer_bullet(line, day, names=entities_in_text(line, known))
+        fact = parse_retain_bullet(bullet)
+        if fact is None or fingerprint(fact.content) in have:
+            continue
+        have.add(fingerprint(fact.content))
+        out.append(bullet)
+    return out
+
+
+def _infer_stage(run: ReflectRun, *, write: bool = True) -> list[dict[str, Any]]:
+    """Stage 0: infer each daily log's Retain bullets and add them by a guarded write (``write=False``: only
+    report them). Idempotent: a log whose bullets are all there is not written, a resumed run finds its audit."""
+    from guardian_app.facts import known_entity_names, names_in_text
+    from guardian_app.guardian import guard_write
+
+    logs = [(name, day, workspace.read_file(name) or "") for name, day in _log_days(run)]
+    # A name guessed from capitals (inside a sentence) is an entity once REFLECT_NEW_ENTITY_MIN_EVIDENCE lines of
+    # the period's logs name it, at a sentence's start too, as reflect's facts do (guardian_app.facts).
+    lines = [line for _name, _day, text in logs for _number, line in untyped_lines(text)]
+    guesses = {entity_key(n): n for line in lines for n in names_in_text(line)}
+    known = known_entity_names(_known_pages())
+    for name in guesses.values():
+        words = re.compile(rf"(?<![\w@]){re.escape(name)}(?!\w)")
+        if sum(1 for line in lines if words.search(line)) >= int(settings.REFLECT_NEW_ENTITY_MIN_EVIDENCE):
+            known.append(name)
+    records: list[dict[str, Any]] = []
+    for name, day, text in logs:
+        ref = source_ref(run.id, name)
+        existing = _existing_audit(ref) if write else None
+        if existing is not None:
+            records.append({"type": "retain", "page": name, "status": existing.status, "audit_id": existing.id})
+            continue
+        rejected = _rolled_back_bullets(name)
+        bullets = infer_retain(text, day, known=known, rejected=rejected)
+        if not bullets:
+            continue
+        if not write:
+            records.append({"type": "retain", "page": name, "status": "would_write", "bullets": bullets[:50]})
+            continue
+
+        def compose(content: str | None, day: dt.date = day, rejected: set[str] = rejected) -> dict[str, Any]:
+            new = infer_retain(content or "", day, known=known, rejected=rejected)
+            if not new:
+                return {"action": "refuse", "reason": "every inferred bullet is in the log already", "edits": []}
+            return {
+                "action": "write",
+                "reason": f"reflect {run.id} inferred {len(new)} Retain bullet(s) from the untyped lines",
+                "edits": [{"op": "replace", "find": content, "text": compose_retain(content or "", new)}],
+                "model": "reflect-infer-v1",
+            }
+
+        fact = "\n".join([f"Reflect {run.id}, {name}: {len(bullets)} inferred Retain bullet(s)", *bullets])
+        limit = max(200, settings.GUARDIAN_MAX_FACT_CHARS - 100)
+        audit = guard_write(
+            target_file=name,
+            candidate_fact=fact if len(fact) <= limit else fact[: limit - 1] + "…",
+            source=WriteGuardianAudit.Source.REFLECT,
+            source_ref=ref,
+            requested_by=run.requested_by,
+            compose=compose,
+        )
+        records.append({"type": "retain", "page": name, "status": audit.status, "audit_id": audit.id})
+    return records
+
+
 def kind_items(facts: list[Fact]) -> list[dict[str, Any]]:
     """One item per kind page with facts of its kind in the run: ``bank/world.md`` (W), ``bank/experience.md`` (B)."""
     items = []
@@ -578,6 +716,7 @@ def _finish(run: ReflectRun, state: dict[str, Any], facts: int) -> ReflectRun:
         "moves": state["moves"],
         "excluded": state["excluded"],
         "llm_fallbacks": counts.get("llm_fallbacks", 0),
+        "retain": state.get("retain", []),
     }
     if "preview" in state:
         stats["preview"] = state["preview"]
@@ -640,10 +779,12 @@ def _run_stages(run: ReflectRun, checkpoint: JobCheckpoint, progress: Progress |
         ReflectRun.objects.filter(id=run.id).update(stage="collect")
         from guardian_app.index import index_workspace
 
+        inferred = _infer_stage(run)  # before the index: the new bullets are this run's typed facts
         index_workspace()
         collected = collect_facts(run.since, run.until, known_pages=_known_pages())
         state = _new_state()
         state["excluded"] = collected.excluded[:200]
+        state["retain"] = inferred
         checkpoints.save(
             checkpoint,
             stage="opinions",
@@ -721,10 +862,12 @@ def _dry_run(run: ReflectRun, *, progress: Progress | None = None) -> ReflectRun
     from guardian_app.skills import find_candidates
 
     ReflectRun.objects.filter(id=run.id).update(status=Status.RUNNING, started_at=timezone.now(), stage="collect")
+    inferred = _infer_stage(run, write=False)
     index_workspace()
     collected = collect_facts(run.since, run.until, known_pages=_known_pages())
     facts = collected.facts
     state = _new_state()
+    state["retain"] = inferred
     state["excluded"] = collected.excluded[:200]
     states = load_states()
     moved: dict[int, OpinionState] = {}

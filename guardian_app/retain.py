@@ -217,3 +217,117 @@ def parse_time_range(text: str, reference: dt.date) -> tuple[dt.date | None, dt.
         except ValueError:  # "February 30"
             continue
     return None, None
+
+
+# --- Inferring Retain bullets from a log's untyped lines ----------------------------------------------------
+# Seed 001: "the reflect job can infer these bullets from the rest of the log". Offline rules, in this order:
+# a summary (S), a preference or judgement (O, with a confidence from its hedges), a first-person past action of
+# the agent (B), else a fact about the world or people (W). Measured on a labelled table (QUALITY.md).
+PREFIX_FOR_KIND: dict[str, str] = {kind: prefix for prefix, kind in KIND_FOR_PREFIX.items()}
+_SUMMARY = re.compile(
+    r"^(?:summary|recap|overall|all in all|in short|in sum|tl;?dr|to sum up|bottom line|today was|today:|"
+    r"this week(?: was)?|the week|the day|busy (?:day|week|morning|afternoon)|long (?:day|week)|quiet (?:day|week)|"
+    r"productive (?:day|week)|mostly\b|main (?:theme|thing)s?\b)|^(?:总结|总的来说|总之|今天(?:主要|整体|总体)|本周|这周)",
+    re.IGNORECASE,
+)
+_OPINION = re.compile(
+    r"\b(?:prefer(?:s|red|ring)?|likes?|loves?|enjoys?|hates?|dislikes?|favou?rite|would rather|'d rather|"
+    r"can'?t stand|cannot stand|i think|i believe|i feel|i suspect|in my (?:view|opinion)|imo|seems?|looks like|"
+    r"should(?:n't)? (?:be|use|have|avoid|stick)|better than|worse than|(?:much|far|way) \w+er than|"
+    r"(?:cleaner|nicer|simpler|clearer|easier|harder|uglier|messier) than|the best|the worst|overrated|underrated|"
+    r"not worth|worth it|annoying|frustrating|elegant|clunky|too (?:slow|long|verbose|complex|noisy)|"
+    r"is (?:great|terrible|awful|excellent|bad|good|nicer|cleaner|simpler)|are (?:great|terrible|bad|good))\b"
+    r"|喜欢|偏好|讨厌|觉得|认为|更爱|宁愿|应该",
+    re.IGNORECASE,
+)
+_HEDGE = re.compile(
+    r"\b(?:maybe|perhaps|probably|might|seems?|looks like|i think|i suspect|not sure)\b|可能|也许", re.I
+)
+_STRONG = re.compile(
+    r"\b(?:always|never|strongly|definitely|hates?|loves?|can'?t stand|cannot stand|absolutely)\b|讨厌|非常", re.I
+)
+_IRREGULAR_PAST = (
+    "did made wrote built ran sent found set put got gave took told led left began brought bought caught chose "
+    "drew drove fought forgot froze hid held kept knew lost met paid read rode rebuilt rewrote said saw sold shut "
+    "spent split spoke stood struck swept taught thought threw understood undid upgraded woke won withdrew"
+).split()
+_PAST_VERB = rf"(?:[a-z]+ed|{'|'.join(_IRREGULAR_PAST)})"
+_FIRST_PERSON_PAST = re.compile(
+    rf"^(?:(?:i|we)\s+(?:(?:have|had|'ve|just|then|also|finally|already|successfully|quickly)\s+)*{_PAST_VERB}\b"
+    rf"|(?:i|we)'ve\s+{_PAST_VERB}\b|(?:i|we)\s+(?:was|were)\s+able\s+to\b)"
+    rf"|^{_PAST_VERB}\b(?!\s+(?:by|to|from)\b)"
+    r"|^我(?:们)?(?:已经|刚|刚刚|今天|昨天|终于)?\S{0,6}?(?:了|过)",
+    re.IGNORECASE,
+)
+_NOT_ACTIONS = frozenset("need needed based red bed shed seed feed speed used supposed interested".split())
+_LEAD = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s+|^\s*(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?\s*[-–:]?\s*)")
+_RELATIVE_DAY = re.compile(r"\b(today|yesterday|tonight|this morning|this afternoon|this evening)\b", re.IGNORECASE)
+
+
+def infer_kind(text: str) -> tuple[str, float | None]:
+    """(kind, confidence) of an untyped log line: observation, opinion (with a confidence), experience or world."""
+    line = _LEAD.sub("", text.strip()).strip()
+    if _SUMMARY.search(line):
+        return "observation", None
+    if _OPINION.search(line):
+        if _STRONG.search(line):
+            return "opinion", 0.9
+        return ("opinion", 0.6) if _HEDGE.search(line) else ("opinion", 0.75)
+    match = _FIRST_PERSON_PAST.search(line)
+    if match is not None and match.group().split()[-1].lower() not in _NOT_ACTIONS:
+        return "experience", None
+    return "world", None
+
+
+def _dated(text: str, day: dt.date) -> str:
+    """Relative days made absolute, so the bullet stands on its own: "today" -> "on 2025-11-27"."""
+
+    def repl(match: re.Match[str]) -> str:
+        word = match.group(1).lower()
+        when = day - dt.timedelta(days=1) if word == "yesterday" else day
+        return f"on {when.isoformat()}" if word in ("today", "yesterday") else f"{word} ({when.isoformat()})"
+
+    return _RELATIVE_DAY.sub(repl, text)
+
+
+def infer_bullet(text: str, day: dt.date, *, names: list[str] | None = None) -> str:
+    """The ``## Retain`` bullet for an untyped line: ``- W @Peter: …``, ``- O(c=0.75) …``, with its entities
+    (its ``@tags`` and ``names``, the names found in it) and relative days made absolute."""
+    line = " ".join(_LEAD.sub("", text.strip()).split())
+    kind, confidence = infer_kind(line)
+    prefix = PREFIX_FOR_KIND[kind] + (f"(c={confidence:.2f})" if confidence is not None else "")
+    tags: dict[str, str] = {entity_key(n): n for n in mentioned_entities(line)}
+    for name in names or []:
+        tags.setdefault(entity_key(name), name)
+    tagged = " ".join("@" + re.sub(r"\s+", "-", n) for n in tags.values() if f"@{n}" not in line)
+    body = _dated(line, day)
+    return f"- {prefix} {tagged}: {body}" if tagged else f"- {prefix} {body}"
+
+
+def untyped_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, text) of a daily log's lines a Retain bullet could be inferred from: prose and list items
+    outside ``## Retain``, code blocks and headings; one-word lines and link-only lines are left out."""
+    out: list[tuple[int, str]] = []
+    in_retain = in_fence = False
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if re.match(r"^(?:`{3,}|~{3,})", stripped):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        if re.match(r"^#{1,6}(?:\s|$)", stripped):
+            in_retain = is_retain_heading(stripped)
+            continue
+        if in_retain or raw[:1] in (" ", "\t") and not stripped.startswith(("-", "*", "+")):
+            continue
+        line = _LEAD.sub("", stripped).strip()
+        if len(line) < 12 or len(line.split()) < 3 and not re.search(rf"[{_CJK}]{{6,}}", line):
+            continue
+        if re.fullmatch(r"(?:<[^>]*>|\[[^\]]*\]\([^)]*\)|https?://\S+|[-*_=|:` ]+)+", line):
+            continue
+        out.append((number, line))
+    return out
+
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff"
