@@ -53,9 +53,10 @@ def _target_file(target_file: str) -> str:
         name = workspace.canonical_name(target_file)
     except UnknownFile as exc:
         raise InvalidCorrection(exc.message, details={"field": "target_file"}) from exc
-    if name.startswith("bank/"):
+    if name.startswith(("bank/", "memory/")):
         raise InvalidCorrection(
-            f"target_file {name!r} is one of reflect's bank pages, which are written from reflect's own facts; "
+            f"target_file {name!r} is a daily log or one of reflect's bank pages, which reflect writes from its "
+            "own facts; "
             "a correction names a memory file.",
             details={"field": "target_file"},
         )

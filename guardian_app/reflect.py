@@ -389,6 +389,17 @@ def _page_outcome(state: dict[str, Any], item: dict[str, Any], audit: WriteGuard
     state["pages"].append(record)
 
 
+def _page_ref(run: ReflectRun, item: dict[str, Any], state: dict[str, Any]) -> str | None:
+    """The page write's ``source_ref``; None when this run (before a crash) wrote the page already, whose
+    outcome is then recorded."""
+    ref = source_ref(run.id, item["page"])
+    existing = _existing_audit(ref)
+    if existing is not None:
+        _page_outcome(state, item, existing, existing.status)
+        return None
+    return ref
+
+
 def rolled_back_facts(page: str) -> set[str]:
     """Facts that reflect added to ``page`` in writes a person rolled back: they are not added again."""
     diffs = WriteGuardianAudit.objects.filter(
@@ -402,10 +413,8 @@ def rolled_back_facts(page: str) -> set[str]:
 
 def _write_entity_page(run: ReflectRun, item: dict[str, Any], facts: list[Fact], state: dict[str, Any]) -> None:
     page, entity = item["page"], item["entity"]
-    ref = source_ref(run.id, page)
-    existing = _existing_audit(ref)
-    if existing is not None:
-        _page_outcome(state, item, existing, existing.status)
+    ref = _page_ref(run, item, state)
+    if ref is None:
         return
     rejected = rolled_back_facts(page)
     if rejected:
@@ -485,10 +494,8 @@ def _guarded_page_write(
 
 
 def _write_opinions_page(run: ReflectRun, item: dict[str, Any], state: dict[str, Any]) -> None:
-    ref = source_ref(run.id, OPINIONS_PAGE)
-    existing = _existing_audit(ref)
-    if existing is not None:
-        _page_outcome(state, item, existing, existing.status)
+    ref = _page_ref(run, item, state)
+    if ref is None:
         return
     views = _views(load_states())
     updated = timezone.localtime(run.until).date()
@@ -649,10 +656,8 @@ def kind_items(facts: list[Fact]) -> list[dict[str, Any]]:
 def _write_kind_page(run: ReflectRun, item: dict[str, Any], facts: list[Fact], state: dict[str, Any]) -> None:
     """``bank/world.md`` or ``bank/experience.md`` through the write guardian, as an entity page is written."""
     page, kind = item["page"], item["kind"]
-    ref = source_ref(run.id, page)
-    existing = _existing_audit(ref)
-    if existing is not None:
-        _page_outcome(state, item, existing, existing.status)
+    ref = _page_ref(run, item, state)
+    if ref is None:
         return
     rejected = rolled_back_facts(page)
     facts = [f for f in facts if kind_page_fact(f).key not in rejected]

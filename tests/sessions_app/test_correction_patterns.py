@@ -132,7 +132,15 @@ def test_a_stored_bad_pattern_is_disabled_logged_and_shown_and_the_turn_is_decid
 
 
 @pytest.mark.parametrize(
-    "target", ["bank/world.md", "bank/entities/Peter.md", "bank/opinions.md", "settings.py", "../USER.md"]
+    "target",
+    [
+        "bank/world.md",
+        "memory/2025-11-27.md",
+        "bank/entities/Peter.md",
+        "bank/opinions.md",
+        "settings.py",
+        "../USER.md",
+    ],
 )
 def test_a_correction_naming_a_bank_page_or_another_file_is_422(client_for, audit, target):
     url = reverse("api:correct_audit", args=[audit.id])
