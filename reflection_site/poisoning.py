@@ -118,7 +118,9 @@ def variants(norm: str) -> list[str]:
     if _UESCAPE.search(norm):
         out.append(_UESCAPE.sub(lambda m: m.group().encode().decode("unicode_escape"), norm))
     for match in _BINARY.finditer(norm):
-        out.append("".join(chr(int(byte, 2)) for byte in match.group().split()))
+        # Eight bits a character, spaced or not (a run without spaces is one word: split() would make one
+        # 200-bit "byte" that chr() cannot take).
+        out.append("".join(chr(int(byte, 2)) for byte in re.findall(r"[01]{8}", match.group())))
     for match in re.finditer(r"<~.{8,}?~>", norm):
         decoded = _decode_blob(match.group())
         if decoded:
