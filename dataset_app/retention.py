@@ -358,11 +358,14 @@ def _records_of(day: dt.date, *, chunk_size: int = 2000, read_ahead: bool | None
         for row in decision_rows:
             decision = dict(zip(_DECISION_FIELDS[1:], row[1:], strict=True))
             decision["created_at"] = iso(decision["created_at"])
+            decision["reason"], decision["candidate_fact"] = text(decision["reason"]), text(decision["candidate_fact"])
             decisions[row[0]].append(decision)
         audits: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in audit_rows:
             audit = dict(zip(_AUDIT_FIELDS[1:], row[1:], strict=True))
             audit["created_at"] = iso(audit["created_at"])
+            for name in ("candidate_fact", "reason", "diff"):  # a written fact may hold PII the file keeps
+                audit[name] = text(audit[name])
             audits[row[0]].append(audit)
         for (
             turn_id, session_id, channel_id, target, account_id, turn_number, created_at, user_message_id,

@@ -120,3 +120,17 @@ def test_the_gate_keeps_no_value_in_its_reason_and_raw_reply(settings):
 
     assert KEY not in (decision.raw_response or "") and KEY not in (decision.reason or "")
     assert KEY not in (decision.candidate_fact or "") or decision.decision != "NO_WRITE"
+
+
+def test_the_conversation_export_redacts_decisions_and_audits_as_well(make_decision):
+    """A written fact may hold personal data that its memory file keeps (the operator's choice); the export of the
+    day's conversations does not repeat it, whatever the decision and audit rows hold."""
+    decision = make_decision("UPDATE_USER", "Works with dana.lee@example.com on the launch.")
+    audit = write_fact(decision)
+    MemoryGateDecision.objects.filter(id=decision.id).update(reason="stated: dana.lee@example.com")
+    WriteGuardianAudit.objects.filter(id=audit.id).update(candidate_fact="Works with dana.lee@example.com.")
+    ConversationTurn.objects.filter(id=decision.turn_id).update(created_at=timezone.now() - dt.timedelta(days=1))
+
+    text = export_conversations(timezone.localdate() - dt.timedelta(days=1)).path.read_text()
+
+    assert "dana.lee@example.com" not in text and "[EMAIL]" in text
