@@ -627,7 +627,11 @@ def hold_class(text: str) -> tuple[str, str] | None:
     norm = normalise(text)
     if not norm:
         return None
-    for reading in (norm, *variants(norm)):
+    try:
+        readings = [norm, *variants(norm)]
+    except (ValueError, OverflowError, UnicodeError):  # An odd encoding is no reason to fail a turn.
+        readings = [norm]
+    for reading in readings:
         for name, reason, patterns in _CLASSES:
             for pattern in patterns:
                 if pattern.search(reading):
