@@ -88,7 +88,7 @@ def test_a_second_run_over_the_same_facts_changes_nothing(reflect_log, workspace
 
     assert (again.pages_written, again.pages_unchanged, again.opinions_created, again.opinions_updated) == (0, 5, 0, 0)
     assert page(workspace) == before
-    assert len(reflect_audits()) == 3
+    assert len(reflect_audits()) == 5
     assert OpinionEvidence.objects.count() == 1
 
 

@@ -56,6 +56,7 @@ def test_names_that_lose_letters_get_a_hash_and_never_collide():
         "bank/experience.md",
         "bank/entities/Peter.md",
         "USER.md",
+        "memory/2025-11-27.md",  # a daily log: reflect adds the Retain bullets it infers
     ],
 )
 def test_canonical_names(name):
@@ -74,7 +75,8 @@ def test_canonical_names(name):
         "bank/entities/Peter.txt",
         "bank/entities/Peter.md\n",
         "/etc/passwd",
-        "memory/2025-11-27.md",
+        "memory/2025-11-27-topic.md",
+        "memory/bank/world.md",
         "bank/entities/" + "x" * 65 + ".md",
         None,
     ],
