@@ -28,7 +28,11 @@ MAX_QUERIES = {"file_history": 15}
 @pytest.fixture
 def seeded(db: None) -> dict[str, int]:
     # 240 turns: 12 sessions, ~50 audits, 48 samples, 12 learning events; every list page has > 30 rows.
-    return seed(turns=240, turns_per_session=20, sample_ratio=0.2, event_ratio=0.25, batch=500)
+    counts = seed(turns=240, turns_per_session=20, sample_ratio=0.2, event_ratio=0.25, batch=500)
+    from sessions_app.models import WorkspaceOwner
+
+    WorkspaceOwner.objects.create(sender_id="telegram:owner")  # the owner a first sender (or the admin) sets
+    return counts
 
 
 MODELS = sorted(admin.site._registry, key=lambda m: m._meta.label)
