@@ -9,7 +9,9 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import QuerySet
+from django.db.models import Case, QuerySet, Value, When
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce, NullIf, Substr
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.loader import render_to_string
@@ -53,6 +55,15 @@ from reflection_site.admin import (
 from reflection_site.privacy import redact
 
 ANNOTATE_PERM = "dataset_app.annotate_datasetsample"
+
+
+def _excerpt(field: str) -> Substr:
+    """What tells samples apart in the list: the fact (correct, rejected or the guardian's), else the user's
+    message of an annotated turn; empty strings skipped."""
+    keys = ["correctFact", "incorrectFact", "candidateFact", "memoryGate__input__userMessage"]
+    return Substr(Coalesce(*(NullIf(KT(f"{field}__{key}"), Value("")) for key in keys)), 1, 300)
+
+
 # The samples changelist's charts (reflection_site.admin.dashboard_figures).
 DASHBOARD = "dataset-samples"
 RAW_PERM = "dataset_app.view_raw_datasetsample"
@@ -150,6 +161,7 @@ class DatasetSampleAdmin(BigTableMixin, ImportExportModelAdmin):
     list_display = [
         "id",
         "sample_type",
+        "content_col",
         "label",
         "quality",
         "annotation_status",
@@ -217,8 +229,27 @@ class DatasetSampleAdmin(BigTableMixin, ImportExportModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[DatasetSample]:
         queryset = super().get_queryset(request)
         if request.resolver_match and request.resolver_match.url_name.endswith("changelist"):
-            return queryset.defer("content", "pii_redacted_content", "quality_factors")
+            # The content column's text comes from the database (its first 300 characters), not the whole JSON.
+            return queryset.defer("content", "pii_redacted_content", "quality_factors").annotate(
+                _excerpt=Case(
+                    When(contains_pii=True, then=_excerpt("pii_redacted_content")), default=_excerpt("content")
+                )
+            )
         return queryset
+
+    class Media:
+        css = {"all": ["sessions_app/console.css"]}  # The lists at laptop width (sessions_app/admin.py).
+        js = ["sessions_app/console.js"]
+
+    @admin.display(description="content")
+    def content_col(self, sample: DatasetSample) -> str:
+        """The sample's fact (or the user's message), redacted, truncated; the whole excerpt on hover."""
+        text = getattr(sample, "_excerpt", None)
+        if text is None:
+            return "withheld" if sample.privacy_checked and sample.contains_pii else "—"
+        text = " ".join(redact(text).split())
+        short = text if len(text) <= 90 else text[:89] + "…"
+        return format_html('<span title="{}">{}</span>', text, short)
 
     @admin.display(description="quality", ordering="quality_score")
     def quality(self, sample: DatasetSample) -> str:
@@ -594,6 +625,10 @@ class DatasetExportAdmin(BigTableMixin, admin.ModelAdmin):
 @admin.register(EvaluationRun)
 class EvaluationRunAdmin(ReadOnlyAdmin):
     change_list_template = "admin/dataset_app/evaluationrun/change_list.html"
+
+    class Media:  # The list at laptop width (issue 23).
+        css = {"all": ["sessions_app/console.css"]}
+
     list_display = [
         "created_at",
         "stage",

@@ -158,6 +158,11 @@ class WriteGuardianAuditAdmin(ExportMixin, ReadOnlyAdmin):
     show_full_result_count = False
     ordering = ["-created_at", "-id"]
     actions = ["rollback_selected"]
+
+    class Media:  # The list at laptop width and the truncated ids' titles (issue 23; sessions_app/admin.py).
+        css = {"all": ["sessions_app/console.css"]}
+        js = ["sessions_app/console.js"]
+
     fieldsets = [
         (
             None,
@@ -227,7 +232,7 @@ class WriteGuardianAuditAdmin(ExportMixin, ReadOnlyAdmin):
     @admin.display(description="fact")
     def fact_col(self, obj: WriteGuardianAudit) -> str:
         fact = obj.candidate_fact or ""
-        return fact if len(fact) <= 90 else fact[:87] + "…"
+        return format_html('<span title="{}">{}</span>', fact, fact if len(fact) <= 90 else fact[:87] + "…")
 
     @admin.display(description="session", ordering="session")
     def session_link(self, obj: WriteGuardianAudit) -> SafeString | str:

@@ -42,7 +42,9 @@ from sessions_app.models import (
 from sessions_app.queries import latency_by_decision
 from sessions_app.stats import daily_stats
 
+# The lists' layout at laptop width and the truncated ids' titles (static files: the CSP allows no inline code).
 CONSOLE_CSS = "sessions_app/console.css"
+CONSOLE_JS = "sessions_app/console.js"
 TURNS_PER_PAGE = 20
 
 
@@ -110,6 +112,7 @@ class ConversationSessionAdmin(ReadOnlyAdmin):
 
     class Media:
         css = {"all": [CONSOLE_CSS]}
+        js = [CONSOLE_JS]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ConversationSession]:
         # A correlated count runs only for the rows on the page, not a GROUP BY over every turn.
@@ -300,7 +303,7 @@ class DecisionInline(ReadOnlyInline):
 
 @admin.register(ConversationTurn)
 class ConversationTurnAdmin(ReadOnlyAdmin):
-    list_display = ["id", "session", "turn_number", "short_user_message", "gate_status", "gate_error", "created_at"]
+    list_display = ["id", "session_col", "turn_number", "short_user_message", "gate_status", "gate_error", "created_at"]
     list_filter = ["gate_status", "created_at"]
     list_select_related = ["session"]
     search_fields = ["=id", "=session__id", "=user_message_id"]
@@ -309,6 +312,11 @@ class ConversationTurnAdmin(ReadOnlyAdmin):
     inlines = [ContextInline, DecisionInline]
     actions = ["run_gate_again"]
     change_form_template = "admin/sessions_app/conversationturn/gate_change_form.html"
+
+    class Media:
+        css = {"all": [CONSOLE_CSS]}
+        js = [CONSOLE_JS]
+
     fields = [
         "id",
         "session",
@@ -333,13 +341,15 @@ class ConversationTurnAdmin(ReadOnlyAdmin):
 
     @admin.display(description="user message")
     def short_user_message(self, obj: ConversationTurn) -> str:
-        text = obj.user_message_content
-        return text if len(text) <= 80 else text[:79] + "…"
+        return truncated(obj.user_message_content, 90)
+
+    @admin.display(description="session", ordering="session_id")
+    def session_col(self, obj: ConversationTurn) -> str:
+        return format_html('<span title="{}">{}</span>', obj.session_id, obj.session_id)
 
     @admin.display(description="gate error")
     def gate_error(self, obj: ConversationTurn) -> str:
-        text = obj.gate_last_error.splitlines()[0] if obj.gate_last_error else ""
-        return text if len(text) <= 80 else text[:79] + "…"
+        return truncated(obj.gate_last_error.splitlines()[0] if obj.gate_last_error else "", 80)
 
     @admin.action(description="Run the memory gate again on selected turns", permissions=["rerun_gate"])
     def run_gate_again(self, request: HttpRequest, queryset: QuerySet[ConversationTurn]) -> None:
@@ -424,6 +434,10 @@ class MemoryGateDecisionAdmin(ExportMixin, ReadOnlyAdmin):
     # Named so that import-export's change list (with its Export button) extends it (the chart and latencies).
     change_list_template = "admin/sessions_app/memorygatedecision/change_list.html"
 
+    class Media:
+        css = {"all": [CONSOLE_CSS]}
+        js = [CONSOLE_JS]
+
     def has_export_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
 
@@ -504,7 +518,7 @@ class MemoryGateDecisionAdmin(ExportMixin, ReadOnlyAdmin):
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj: MemoryGateDecision) -> str:
         url = reverse("admin:sessions_app_conversationsession_change", args=[obj.session_id])
-        return format_html('<a href="{}">{}</a>', url, obj.session_id)
+        return format_html('<a href="{}" title="{}">{}</a>', url, obj.session_id, obj.session_id)
 
     @admin.display(description="turn")
     def turn_link(self, obj: MemoryGateDecision) -> str:
@@ -513,8 +527,7 @@ class MemoryGateDecisionAdmin(ExportMixin, ReadOnlyAdmin):
 
     @admin.display(description="candidate fact / reason")
     def short_fact(self, obj: MemoryGateDecision) -> str:
-        text = obj.candidate_fact or obj.reason
-        return text if len(text) <= 90 else text[:89] + "…"
+        return truncated(obj.candidate_fact or obj.reason, 90)
 
     @admin.display(description="write")
     def writes(self, obj: MemoryGateDecision) -> str:
