@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import ManagementUtility
+from django.db import connections
 from django.utils import timezone
 
 from dataset_app.models import DatasetSample
@@ -71,6 +72,9 @@ def run(argv: list[str], stdin: str = "") -> int:
 
 def test_every_seed_example_runs_as_written(monkeypatch, tmp_path, capsys):
     monkeypatch.chdir(tmp_path)
+    # run_from_argv closes the database connections when a command ends (a process exits next); here the
+    # test's transaction lives on, so they stay open (on PostgreSQL closing them ends the test's transaction).
+    monkeypatch.setattr(connections, "close_all", lambda: None)
     session = ConversationSession.objects.create(id="channel:test:alice", channel_id="test")
     turn = ConversationTurn.objects.create(
         session=session,
