@@ -129,3 +129,15 @@ def test_a_written_retain_section_is_extended_and_not_repeated(write_md, workspa
 def test_compose_retain_adds_a_section_at_the_end():
     assert compose_retain("# Day\nline", ["- W a"]) == "# Day\nline\n\n## Retain\n- W a\n"
     assert compose_retain("# Day\n", []) == "# Day\n"
+
+
+@pytest.mark.django_db
+def test_a_dry_run_lists_the_bullets_and_writes_nothing(write_md, workspace):
+    write_md(LOG, BODY)
+
+    run = reflect(since=DAY.isoformat(), until=DAY.isoformat(), dry_run=True)
+
+    (record,) = run.stats["retain"]
+    assert record["page"] == LOG and record["status"] == "would_write" and len(record["bullets"]) == 4
+    assert (workspace / LOG).read_text(encoding="utf-8") == BODY
+    assert not WriteGuardianAudit.objects.filter(target_file=LOG).exists()
