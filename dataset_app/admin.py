@@ -61,7 +61,9 @@ def _excerpt(field: str) -> Substr:
     """What tells samples apart in the list: the fact (correct, rejected or the guardian's), else the user's
     message of an annotated turn; empty strings skipped."""
     keys = ["correctFact", "incorrectFact", "candidateFact", "memoryGate__input__userMessage"]
-    return Substr(Coalesce(*(NullIf(KT(f"{field}__{key}"), Value("")) for key in keys)), 1, 300)
+    # A JSON null reads as the text "null" on SQLite (NULL on PostgreSQL): both count as absent.
+    texts = (NullIf(NullIf(KT(f"{field}__{key}"), Value("")), Value("null")) for key in keys)
+    return Substr(Coalesce(*texts), 1, 300)
 
 
 # The samples changelist's charts (reflection_site.admin.dashboard_figures).

@@ -72,6 +72,7 @@ class FileDiff:
     name: str
     diff: str
     html: Any
+    removed: bool  # The session's writes created the file: the rollback removes it.
 
 
 def file_diffs(result: SessionRollback) -> list[FileDiff]:
@@ -87,7 +88,7 @@ def file_diffs(result: SessionRollback) -> list[FileDiff]:
     diffs = []
     for name in sorted(after):
         text = unified_diff(before[name], after[name], name)
-        diffs.append(FileDiff(name, text, diff_html(text)))
+        diffs.append(FileDiff(name, text, diff_html(text), before[name] is not None and after[name] is None))
     return diffs
 
 

@@ -106,7 +106,7 @@ def test_the_rollback_shows_each_files_exact_diff_and_then_does_it(operator, wri
     user_part = text.split('data-file="USER.md"')[1]
     assert '<span class="del">-- Prefers green tea in the afternoon.</span>' in user_part
     assert '<span class="del">-- Likes long walks on Sundays.</span>' in user_part
-    assert 'data-file="TOOLS.md"' in text
+    assert "TOOLS.md will be removed (this session's writes created it)" in text
     assert user_md.read_text() == before_user and not Rollback.objects.exists()  # The dry run wrote nothing.
 
     missing_reason = operator.post(_rollback_url(), {"seen": _seen(text)})
@@ -185,3 +185,45 @@ def test_a_session_without_writes_says_so(operator, make_decision: Callable):
     text = operator.get(_rollback_url()).content.decode()
     assert "has no written audits to roll back; nothing changed." in text
     assert 'id="session-rollback-form"' not in text
+
+
+def test_the_samples_list_tells_samples_apart_by_their_redacted_content(admin_client, django_assert_max_num_queries):
+    """Issue 23: the samples list had no content column. It shows the fact (or the turn's user message), from
+    the redacted content when the sample holds PII, the whole excerpt as the title; never the raw value."""
+    from tests.dataset_app.factories import SampleFactory
+
+    SampleFactory(content={"type": "memory_gate_positive", "correctFact": "Prefers morning check-ins."})
+    SampleFactory(
+        sample_type="memory_gate_negative",
+        content={"type": "memory_gate_negative", "correctFact": None, "incorrectFact": "Lives on Elm Street."},
+    )
+    SampleFactory(
+        sample_type="annotated_turn",
+        content={"type": "annotated_turn", "memoryGate": {"input": {"userMessage": "Call me at +1 415 555 0134."}}},
+        contains_pii=True,
+        pii_redacted_content={
+            "type": "annotated_turn",
+            "memoryGate": {"input": {"userMessage": "Call me at [PHONE]."}},
+        },
+    )
+    long_fact = "Prefers that weekly summaries arrive on Friday afternoons as a short bulleted list. " * 3
+    SampleFactory(content={"type": "memory_gate_positive", "correctFact": long_fact})
+    for _ in range(20):
+        SampleFactory()
+    url = reverse("admin:dataset_app_datasetsample_changelist")
+    with CaptureQueriesContext(connection) as queries:
+        page = admin_client.get(url)
+    text = page.content.decode()
+    assert page.status_code == HTTPStatus.OK
+    cells = text.split('<td class="field-content_col">')[1:]
+    assert len(cells) == 24
+    assert any("Prefers morning check-ins." in c for c in cells)
+    assert any("Lives on Elm Street." in c for c in cells), sorted({c.split("</td>")[0] for c in cells})
+    assert any("Call me at [PHONE]." in c for c in cells) and "415 555" not in text
+    [long_cell] = [c for c in cells if "Prefers that weekly" in c]
+    assert f'title="{long_fact.strip()}"' in long_cell and "…</span>" in long_cell
+    # The column reads no content per row: the queries do not grow with the rows.
+    for _ in range(20):
+        SampleFactory()
+    with django_assert_max_num_queries(len(queries.captured_queries)):
+        admin_client.get(url)
