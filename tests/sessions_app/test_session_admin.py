@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.admin.utils import quote
-from django.contrib.auth.models import Group, User
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
@@ -21,28 +19,11 @@ from guardian_app.admin import diff_html
 from guardian_app.diffs import unified_diff
 from guardian_app.models import Rollback, WriteGuardianAudit
 from tests.guardian_app.conftest import make_decision, offline_guardian, write  # noqa: F401, F811  (fixtures)
+from tests.guardian_app.test_guardian_admin import annotator, operator  # noqa: F401  (fixtures: a group's member)
 
 pytestmark = pytest.mark.django_db
 SESSION = "channel:test:alice"
 Status = WriteGuardianAudit.Status
-
-
-def _member(group: str) -> Client:
-    user = User.objects.create_user(username=group, password="pw", is_staff=True)
-    user.groups.add(Group.objects.get(name=group))
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def operator() -> Client:
-    return _member("operator")
-
-
-@pytest.fixture
-def annotator() -> Client:
-    return _member("annotator")
 
 
 def _change_url(session_id: str = SESSION) -> str:
