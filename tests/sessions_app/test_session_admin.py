@@ -208,3 +208,15 @@ def test_the_samples_list_tells_samples_apart_by_their_redacted_content(admin_cl
         SampleFactory()
     with django_assert_max_num_queries(len(queries.captured_queries)):
         admin_client.get(url)
+
+
+def test_with_rollback_disabled_the_page_says_so_and_changes_nothing(operator, write, settings):
+    audit = write("Prefers green tea in the afternoon.")
+    settings.WRITE_GUARDIAN_ENABLE_ROLLBACK = False
+    response = operator.get(_rollback_url())
+    assert response.status_code == HTTPStatus.FOUND and response["Location"] == _change_url()
+    assert [str(m) for m in response.wsgi_request._messages] == [
+        "Rollback is disabled (WRITE_GUARDIAN_ENABLE_ROLLBACK=false)."
+    ]
+    audit.refresh_from_db()
+    assert audit.status == Status.WRITTEN and not Rollback.objects.exists()
