@@ -305,8 +305,9 @@ def infer_bullet(text: str, day: dt.date, *, names: list[str] | None = None) -> 
 
 
 def untyped_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, text) of a daily log's lines a Retain bullet could be inferred from: prose and list items
-    outside ``## Retain``, code blocks and headings; one-word lines and link-only lines are left out."""
+    """(line number, text) of a daily log's lines a Retain bullet could be inferred from: prose and list items that
+    are not typed Retain bullets (a line under ``## Retain`` without a type counts: an agent appending to its log
+    writes below the section), outside code blocks and headings; one-word lines and link-only lines are left out."""
     out: list[tuple[int, str]] = []
     in_retain = in_fence = False
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -319,8 +320,10 @@ def untyped_lines(text: str) -> list[tuple[int, str]]:
         if re.match(r"^#{1,6}(?:\s|$)", stripped):
             in_retain = is_retain_heading(stripped)
             continue
-        if in_retain or raw[:1] in (" ", "\t") and not stripped.startswith(("-", "*", "+")):
+        if raw[:1] in (" ", "\t") and not stripped.startswith(("-", "*", "+")):
             continue
+        if in_retain and parse_retain_bullet(raw) is not None:
+            continue  # typed already; an untyped line under ## Retain (the agent appends below it) is inferred
         line = _LEAD.sub("", stripped).strip()
         if len(line) < 12 or len(line.split()) < 3 and not re.search(rf"[{_CJK}]{{6,}}", line):
             continue

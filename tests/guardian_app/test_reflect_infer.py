@@ -141,3 +141,19 @@ def test_a_dry_run_lists_the_bullets_and_writes_nothing(write_md, workspace):
     assert record["page"] == LOG and record["status"] == "would_write" and len(record["bullets"]) == 4
     assert (workspace / LOG).read_text(encoding="utf-8") == BODY
     assert not WriteGuardianAudit.objects.filter(target_file=LOG).exists()
+
+
+@pytest.mark.django_db
+def test_lines_appended_below_the_retain_section_are_inferred_on_the_next_run(write_md, workspace):
+    write_md(LOG, BODY)
+    reflect(since=DAY.isoformat(), until=DAY.isoformat())
+    first = (workspace / LOG).read_text(encoding="utf-8")
+    (workspace / LOG).write_text(first + "Booked the train to Porto for Peter.\n", encoding="utf-8")
+
+    reflect(since=DAY.isoformat(), until=DAY.isoformat())
+
+    text = (workspace / LOG).read_text(encoding="utf-8")
+    assert text.startswith(first) and text.endswith(
+        "Booked the train to Porto for Peter.\n- B @Peter: Booked the train to Porto for Peter.\n"
+    )
+    assert text.count("## Retain") == 1
