@@ -165,6 +165,8 @@ def test_the_console_pages_at_1400_px(page, shot, live_server, pipeline, setting
     shot("gate decisions")
 
     page.goto(f"{url}/admin/guardian_app/writeguardianaudit/")
+    ids = page.locator("#result_list th.field-id a")
+    assert ids.first.get_attribute("title") in {user_audit.id, pipeline["tools_audit"].id}  # Truncated, whole on hover.
     fits(page, "#result_list td.field-fact_col")
     fits(page, "#result_list td.field-source")
     shot("audits")
