@@ -133,7 +133,9 @@ def test_the_console_pages_at_1400_px(page, shot, live_server, pipeline, setting
     shot("index")
 
     page.goto(f"{url}/admin/sessions_app/conversationsession/")
-    assert page.locator("#result_list").get_by_text(SESSION).is_visible()
+    session_link = page.locator("#result_list").get_by_role("link", name=SESSION, exact=True)
+    assert session_link.is_visible()
+    assert session_link.evaluate("e => e.scrollWidth <= e.clientWidth"), "the session's id is cut"
     fits(page, "#result_list td.field-turn_count")
     shot("sessions")
 
