@@ -8,6 +8,7 @@ from ninja import Field, ModelSchema, Schema
 
 from guardian_app.models import BehaviorCorrection, FileVersion, Rollback, WriteGuardianAudit
 from guardian_app.rollback import rollback_change
+from reflection_site import memory_files
 from reflection_site.api import NOT_BLANK
 from sessions_app.schemas import Timestamp, TimestampParam
 
@@ -197,10 +198,14 @@ class RetryIn(Schema):
     requested_by: str | None = Field(None, max_length=255)
 
 
+# The memory files of this deployment's workspace profile, as the schema's enum: a correction names one of them.
+ProfileFileName = Literal[memory_files.active().files]  # type: ignore[valid-type]
+
+
 class CorrectionIn(Schema):
     status: Literal["written", "refused"]
     candidate_fact: str | None = Field(None, max_length=10_000)
-    target_file: str | None = Field(None, max_length=32)
+    target_file: ProfileFileName | None = None
     reason: str = Field(..., min_length=1, max_length=2000, pattern=NOT_BLANK, description="Why; not only spaces.")
     apply_to_future: bool = False
     correction_pattern: str | None = Field(None, max_length=500, description="Derived from the fact when omitted.")

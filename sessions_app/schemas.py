@@ -28,7 +28,11 @@ def _to_datetime(value: Any) -> Any:
         return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC)
     if isinstance(value, str):
         parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+        parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+        try:  # stored in UTC: "0001-01-01T00:00+01:00" or "9999-12-31T23:59-01:00" has no UTC time
+            return parsed.astimezone(dt.UTC)
+        except OverflowError:
+            raise ValueError("the time is out of range once in UTC") from None
     return value
 
 

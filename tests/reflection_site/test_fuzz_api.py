@@ -88,6 +88,8 @@ GRAMMAR = {
     "since": ["30d", "12h", "2w", "2026-01-15", "2026-01-15T08:30:00Z"],
     "until": ["1d", "1h", "2026-12-31", "2026-12-31T23:59:59Z"],
     "window": ["24h", "7d", "4w"],
+    # A correction pattern must be one RE2 accepts and that can match (checked when saved: a 422 otherwise).
+    "correction_pattern": ["vim", "green tea", "/^prefers\\b/", "/日报/"],
 }
 
 

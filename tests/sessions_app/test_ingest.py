@@ -161,3 +161,17 @@ def test_deleting_a_session_cascades_to_turns_and_context(ingest):
     ConversationSession.objects.all().delete()
     assert ConversationTurn.objects.count() == 0
     assert ConversationContext.objects.count() == 0
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_a_time_with_no_utc_equivalent_is_a_422_not_a_500(api_client, when):
+    """Found by the API fuzzer: the time was stored in UTC only after validation, and overflowed there."""
+    payload = turn_payload()
+    payload["created_at"] = when
+    payload["context"] = [{"role": "user", "message": "hi", "timestamp": when}]
+
+    response = api_client.post("/api/v1/turns", payload)
+
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY, response.content
+    assert "out of range" in response.json()["error"]["message"]
+    assert not ConversationTurn.objects.exists()
