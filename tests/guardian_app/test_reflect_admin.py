@@ -3,6 +3,7 @@ writes as audits with a diff, a file history and a rollback, and opinions with t
 
 from __future__ import annotations
 
+import re
 from http import HTTPStatus
 
 import pytest
@@ -94,8 +95,11 @@ def test_a_run_links_its_page_writes_which_show_a_diff_and_roll_back(client, ref
     )
 
     rollback = reverse("admin:guardian_app_writeguardianaudit_rollback", args=[audit.id])
-    assert client.get(rollback).status_code == HTTPStatus.OK
-    client.post(rollback, {"reason": "not now"})
+    page = client.get(rollback)
+    assert page.status_code == HTTPStatus.OK
+    # The confirmation applies to the dry run the page showed (its file hash).
+    seen = re.search(r'name="seen_hash" value="([0-9a-f]+)"', page.content.decode()).group(1)
+    client.post(rollback, {"reason": "not now", "seen_hash": seen})
     audit.refresh_from_db()
     assert audit.status == "rolled_back" and not (workspace / "bank/entities/Peter.md").exists()
 

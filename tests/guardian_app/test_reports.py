@@ -100,9 +100,10 @@ def test_reflect_page_writes_are_runs_not_facts(reflect_log, workspace):
 
     report = daily_report(timezone.localdate())
 
-    assert run.pages_written == 2 and report.counts.created == 0 and report.sessions == []
+    # Peter's page, bank/opinions.md and bank/world.md (the W fact): page writes, no fact created.
+    assert run.pages_written == 3 and report.counts.created == 0 and report.sessions == []
     assert [h.kind for h in report.highlights] == ["reflect"] and not report.pivotal
-    assert report.reflect_runs[0]["pages_written"] == 2
+    assert report.reflect_runs[0]["pages_written"] == 3
 
 
 def test_the_markdown_reads_as_a_report(busy_day):
