@@ -70,16 +70,7 @@ class BehaviorCorrectionResource(resources.ModelResource):
         force_init_instance = True
         skip_unchanged = False
 
-    IMPORTED = (
-        "audit",
-        "corrected_status",
-        "corrected_candidate_fact",
-        "corrected_target_file",
-        "correction_reason",
-        "apply_to_future",
-        "correction_pattern",
-        "corrected_by",
-    )
+    IMPORTED = tuple(name for name in Meta.fields if name not in ("id", "corrected_at"))  # set by the import
 
     def __init__(self, *args: Any, corrected_by: str = "import", **kwargs: Any):
         super().__init__(*args, **kwargs)
