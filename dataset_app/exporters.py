@@ -891,6 +891,10 @@ def write_export(export: DatasetExport, *, progress: Progress | None = None) -> 
     """
     paths = file_paths(Path(export.file_path).parent, export.export_name, export.export_format)
     include_pii = bool((export.filters or {}).get("include_pii"))
+    if include_pii:  # the opt-in to raw text is on the record (the export row keeps who asked: exported_by)
+        logger.warning(
+            "export %s (%s) by %s includes PII: unredacted text", export.id, export.export_name, export.exported_by
+        )
     train_split = float((export.filters or {}).get("train_split", settings.DATASET_TRAIN_SPLIT))
     save_progress = _progress_saver(export)
     parts = {split: path.with_name(path.name + ".part") for split, path in paths.items()}

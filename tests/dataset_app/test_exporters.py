@@ -233,10 +233,12 @@ def test_default_exports_hold_no_pii_or_secret(dataset):
         assert "[EMAIL]" in text, fmt
 
 
-def test_include_pii_exports_the_raw_text(dataset):
-    row = export("raw", include_pii=True)
+def test_include_pii_exports_the_raw_text_and_says_so_in_the_log(dataset, caplog):
+    with caplog.at_level("WARNING", logger="dataset_app.exporters"):
+        row = export("raw", include_pii=True)
     text = "".join(p.read_text(encoding="utf-8") for p in paths(row).values())
     assert EMAIL in text and SECRET in text
+    assert f"export {row.id} (test-raw)" in caplog.text and "includes PII" in caplog.text
 
 
 def test_a_sample_whose_pii_could_not_be_redacted_is_left_out(dataset):
