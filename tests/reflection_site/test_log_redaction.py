@@ -10,6 +10,7 @@ learning token, the LLM provider's key and every secret in the turns must be abs
 
 from __future__ import annotations
 
+import configparser
 import io
 import json
 import logging
@@ -179,13 +180,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def makefile_command(program: str, variables: dict[str, str]) -> list[str]:
-    """The ``make run`` recipe's command line for ``program`` (gunicorn or celery), variables filled in."""
-    recipe = (ROOT / "Makefile").read_text().replace("\\\n", " ")
-    line = next(line for line in recipe.splitlines() if f"/bin/{program} " in line)
-    command = line.split(f"$(VENV)/bin/{program}", 1)[1].split(" & ", 1)[0]
+    """The command line ``make run`` starts for ``program`` (gunicorn or celery): its supervisord.conf entry,
+    with ``%(here)s`` and the ``%(ENV_…)s`` variables filled in."""
+    config = configparser.RawConfigParser(strict=False)
+    config.read(ROOT / "supervisord.conf")
+    section = {"gunicorn": "program:web", "celery": "program:worker"}[program]
+    command = " ".join(config.get(section, "command").split())
+    command = command.replace("%(here)s", str(ROOT))
     for name, value in variables.items():
-        command = command.replace(f"$({name})", value)
-    return [str(ROOT / ".venv" / "bin" / program), *shlex.split(command)]
+        command = command.replace(f"%(ENV_{name})s", value)
+    return shlex.split(command.replace("%%", "%"))
 
 
 def free_port() -> int:
