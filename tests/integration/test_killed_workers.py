@@ -357,12 +357,22 @@ def test_killed_workers_lose_nothing_and_duplicate_nothing(fake_llm, killable_wo
     files = {name: (settings.WORKSPACE_DIR / name) for name in MEMORY_FILES}
     texts = {name: path.read_text() if path.exists() else None for name, path in files.items()}
     lost_facts, doubled_facts = [], []
+    # A written fact that a later written fact superseded (issue 21: one attribute, one value; "My favourite
+    # colour is …" twice) was replaced on purpose, and that later write's reason names it.
+    superseded = {
+        fact["candidate_fact"]
+        for fact in audits
+        for later in audits
+        if later["status"] == "written"
+        and (later["reason"] or "").startswith("supersedes")
+        and fact["candidate_fact"] in (later["reason"] or "")
+    }
     for audit in audits:
         if audit["status"] != "written":
             continue
         text = texts[audit["target_file"]] or ""
         count = text.count(audit["candidate_fact"])
-        if count == 0:
+        if count == 0 and audit["candidate_fact"] not in superseded:
             lost_facts.append(audit)
         elif count > 1:
             doubled_facts.append(audit)

@@ -248,7 +248,10 @@ def check_invariants(rows: list[dict[str, Any]], turns: dict[str, str], tmp_path
     allowed = {workspace / name for name in MEMORY_FILES}
     stray = [p for p in tmp_path.rglob("*") if p.is_file() and data_dir not in p.parents and p not in allowed]
     assert stray == [], stray
-    texts = {name: (workspace / name).read_text() for name in MEMORY_FILES if (workspace / name).exists()}
+    # Byte for byte, as the snapshots hold them (read_text() would turn a written "\r\n" into "\n").
+    texts = {
+        name: (workspace / name).read_bytes().decode("utf-8") for name in MEMORY_FILES if (workspace / name).exists()
+    }
     stored = list(FileSnapshot.objects.values_list("content", flat=True))
     # 2. No secret reaches a file (or a snapshot of one).
     secrets = [row["secret"] for row in rows if "secret" in row] + ["AKIAIOSFODNN7EXAMPLE"]

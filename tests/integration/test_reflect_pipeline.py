@@ -19,7 +19,14 @@ from tests.services import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PAGES = {"bank/entities/Peter.md", "bank/entities/The-Castle.md", "bank/entities/warelay.md", "bank/opinions.md"}
+PAGES = {
+    "bank/entities/Peter.md",
+    "bank/entities/The-Castle.md",
+    "bank/entities/warelay.md",
+    "bank/opinions.md",
+    "bank/world.md",  # the log's W facts (issue 24)
+    "bank/experience.md",  # its B facts
+}
 
 
 @pytest.fixture
@@ -67,7 +74,7 @@ def test_a_reflect_run_on_a_worker_writes_audited_pages_and_one_rolls_back(
     run = wait_until(lambda: _finished(response.json()["id"]), timeout=90, message="the reflect run to finish")
 
     assert run.status == "done", (run.error, worker.log()[-4000:])
-    assert (run.facts_count, run.entities_count, run.pages_written, run.opinions_created) == (4, 3, 4, 1)
+    assert (run.facts_count, run.entities_count, run.pages_written, run.opinions_created) == (4, 3, 6, 1)
     audits = _page_audits()
     assert set(audits) == PAGES and all(len(a) == 1 and a[0].status == "written" for a in audits.values())
     peter = audits["bank/entities/Peter.md"][0]
