@@ -48,6 +48,16 @@ def machine() -> str:
     )
 
 
+def use_database(url: str | None) -> None:
+    """Point this process's Django at a fresh PostgreSQL database ``url`` (dropped and created), or at the embedded
+    SQLite default when ``url`` is empty. Call before ``django.setup()``."""
+    if url:
+        reset_postgres(url)
+        os.environ["DATABASE_URL"] = url
+    else:
+        os.environ.pop("DATABASE_URL", None)
+
+
 def reset_postgres(url: str) -> None:
     import psycopg
 

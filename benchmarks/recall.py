@@ -337,14 +337,10 @@ def main() -> None:
     os.environ["LOG_LEVEL"] = "WARNING"
     os.environ["EMBEDDING_BASE_URL"] = ""  # The default embedder: the local in-wheel model.
     os.environ.setdefault("WORKSPACE_PROFILE", "seed")
-    if args.database_url:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from _harness import reset_postgres
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _harness import use_database
 
-        reset_postgres(args.database_url)
-        os.environ["DATABASE_URL"] = args.database_url
-    else:
-        os.environ.pop("DATABASE_URL", None)
+    use_database(args.database_url)
 
     import django
 

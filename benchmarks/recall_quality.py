@@ -38,14 +38,10 @@ def main() -> None:
     os.environ["WORKSPACE_DIR"] = str(base / "home")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reflection_site.settings")
     os.environ["LOG_LEVEL"] = "WARNING"
-    if args.database_url:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from _harness import reset_postgres
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _harness import use_database
 
-        reset_postgres(args.database_url)
-        os.environ["DATABASE_URL"] = args.database_url
-    else:
-        os.environ.pop("DATABASE_URL", None)
+    use_database(args.database_url)
     os.environ.setdefault("WORKSPACE_PROFILE", "seed")  # the data sets are written in the seed's layout
 
     import django

@@ -77,14 +77,10 @@ def main() -> None:
     os.environ["LLM_BASE_URL"] = ""
     os.environ["EMBEDDING_BASE_URL"] = ""
     os.environ["CELERY_BROKER_CONNECTION_MAX_RETRIES"] = "0"
-    if args.database_url:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from _harness import reset_postgres
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _harness import use_database
 
-        reset_postgres(args.database_url)
-        os.environ["DATABASE_URL"] = args.database_url
-    else:
-        os.environ.pop("DATABASE_URL", None)
+    use_database(args.database_url)
 
     import django
 
