@@ -42,8 +42,8 @@ def child(tree: Path, rounds: int) -> dict[str, float]:
     import django
 
     django.setup()
-    from guardian_app.guardian import apply_edits
-    from guardian_app.heuristic_guardian import review_fact
+    from guardian_app.write.guardian import apply_edits
+    from guardian_app.write.heuristic_guardian import review_fact
     from sessions_app.heuristic_gate import classify_turn
 
     turns = [t["text"] for line in CORPUS.read_text(encoding="utf-8").splitlines() for t in json.loads(line)["turns"]]

@@ -55,8 +55,8 @@ def child(args: argparse.Namespace) -> None:
     django.setup()
     from django.core.management import call_command
 
-    from guardian_app.guardian import write_fact
-    from guardian_app.rollback import rollback_write
+    from guardian_app.write.guardian import write_fact
+    from guardian_app.write.rollback import rollback_write
     from sessions_app.models import ConversationSession, ConversationTurn, GateStatus, MemoryGateDecision
 
     call_command("migrate", verbosity=0)

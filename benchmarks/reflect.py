@@ -91,9 +91,9 @@ def main() -> None:
     from django.utils import timezone
 
     from guardian_app.models import JobCheckpoint, Opinion, OpinionEvidence, WriteGuardianAudit
-    from guardian_app.projection import project
-    from guardian_app.reflect import reflect
-    from guardian_app.reports import daily_report
+    from guardian_app.reflect.projection import project
+    from guardian_app.reflect.reflect import reflect
+    from guardian_app.reflect.reports import daily_report
 
     call_command("migrate", verbosity=0)
     database = (

@@ -214,7 +214,7 @@ def child_admin(repeat: int) -> dict:
         username="scale-bench", defaults={"is_staff": True, "is_superuser": True}
     )
     from dataset_app.admin import DASHBOARD as SAMPLES
-    from guardian_app.admin_learning import DASHBOARD as EVENTS
+    from guardian_app.admin.learning import DASHBOARD as EVENTS
     from reflection_site.admin import forget_dashboard
 
     client = Client()
@@ -318,7 +318,7 @@ def child_retention(repeat: int) -> dict:
 
 
 def child_decay(repeat: int) -> dict:
-    from guardian_app import guardrails
+    from guardian_app.learning import guardrails
     from guardian_app.models import MemoryItem, Rule
 
     n = MemoryItem.objects.count() + Rule.objects.count()
@@ -329,9 +329,9 @@ def child_decay(repeat: int) -> dict:
 
 
 def child_rollback(repeat: int) -> dict:
-    from guardian_app.guardian import write_fact
     from guardian_app.models import FileVersion
-    from guardian_app.rollback import rollback_write
+    from guardian_app.write.guardian import write_fact
+    from guardian_app.write.rollback import rollback_write
     from sessions_app.models import ConversationSession, ConversationTurn, GateStatus, MemoryGateDecision
 
     session = ConversationSession.objects.create(id=f"bench:rollback:{time.time_ns()}", channel_id="bench")

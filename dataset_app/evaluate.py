@@ -107,7 +107,7 @@ def ask_gate_about(case: GateCase, *, model: str | None, offline: bool | None, c
 def ask_guardian_about(case: GuardianCase, *, model: str | None, offline: bool | None, corrections: Any) -> Prediction:
     """The guardian's outcome for a fact and a file's content, computed as ``guard_write`` would, without
     a lock, a snapshot or a write."""
-    from guardian_app import guardian, heuristic_guardian
+    from guardian_app.write import guardian, heuristic_guardian
     from reflection_site import llm
 
     early = guardian.precheck(case.candidate_fact)
@@ -142,7 +142,7 @@ def _corrections_for(stage: str) -> Any:
         from sessions_app.gate import prompt_corrections
 
         return prompt_corrections()
-    from guardian_app.guardian import active_corrections
+    from guardian_app.write.guardian import active_corrections
 
     return active_corrections()
 

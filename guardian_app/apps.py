@@ -8,6 +8,6 @@ class GuardianAppConfig(AppConfig):
 
     def ready(self) -> None:
         from guardian_app.models import WriteGuardianAudit
-        from guardian_app.refusals import on_audit_saved
+        from guardian_app.write.refusals import on_audit_saved
 
         post_save.connect(on_audit_saved, sender=WriteGuardianAudit, dispatch_uid="guardian_app.redact_refused")

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from guardian_app import workspace
 from guardian_app.models import FileVersion, Rollback, WriteGuardianAudit
+from guardian_app.write import workspace
 
 
 def list_audits(

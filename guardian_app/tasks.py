@@ -14,7 +14,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 
 from guardian_app.errors import FileBusy, GuardianError
-from guardian_app.webhook import WebhookError
+from guardian_app.reflect.webhook import WebhookError
 from reflection_site.llm import TRANSIENT_ERRORS
 
 # What the guardian tasks retry: a slow or unparseable LLM, and a file whose lock stayed busy.
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 def _guardian_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
     """Retries spent: record a failed audit so the decision stays visible and the sweep leaves it alone."""
-    from guardian_app.guardian import record_failure
+    from guardian_app.write.guardian import record_failure
 
     if isinstance(exc, GuardianError) and not isinstance(exc, FileBusy):
         return
@@ -36,7 +36,7 @@ def _guardian_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: 
 
 
 def _guard_write_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
-    from guardian_app.guardian import record_failure
+    from guardian_app.write.guardian import record_failure
 
     if isinstance(exc, GuardianError) and not isinstance(exc, FileBusy):
         return
@@ -64,7 +64,7 @@ def _guard_write_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noq
 )
 def run_guardian(decision_id: str) -> str | None:
     """Fold one UPDATE_* gate decision into its memory file; a redelivered message finds its audit."""
-    from guardian_app.guardian import write_fact
+    from guardian_app.write.guardian import write_fact
     from sessions_app.models import MemoryGateDecision
 
     decision = MemoryGateDecision.objects.filter(id=decision_id).first()
@@ -84,7 +84,7 @@ def run_guardian(decision_id: str) -> str | None:
 )
 def run_guard_write(target_file: str, candidate_fact: str, source: str, source_ref: str) -> str:
     """A guarded write from learning or reflect; idempotent per ``(source, source_ref)``."""
-    from guardian_app.guardian import guard_write
+    from guardian_app.write.guardian import guard_write
 
     return guard_write(target_file=target_file, candidate_fact=candidate_fact, source=source, source_ref=source_ref).id
 
@@ -92,7 +92,7 @@ def run_guard_write(target_file: str, candidate_fact: str, source: str, source_r
 @shared_task
 def run_guardian_sweep() -> int:
     """Re-enqueue UPDATE_* decisions that have no audit after the grace period."""
-    from guardian_app.guardian import sweep_pending_decisions
+    from guardian_app.write.guardian import sweep_pending_decisions
 
     return sweep_pending_decisions()
 
@@ -100,7 +100,7 @@ def run_guardian_sweep() -> int:
 @shared_task
 def run_drift_check() -> int:
     """Snapshot memory files changed by hand since their last known version; reconcile interrupted writes."""
-    from guardian_app.workspace import check_drift, unsafe_files
+    from guardian_app.write.workspace import check_drift, unsafe_files
 
     versions = check_drift()
     for name, found in unsafe_files().items():
@@ -111,7 +111,7 @@ def run_drift_check() -> int:
 @shared_task
 def run_learning_decay() -> dict:
     """Daily: decay learned memory items and rules, expire and archive stale ones, enforce the caps."""
-    from guardian_app.guardrails import decay_learning
+    from guardian_app.learning.guardrails import decay_learning
 
     return decay_learning().summary()
 
@@ -120,7 +120,7 @@ def run_learning_decay() -> dict:
 @shared_task
 def run_memory_index(file_name: str | None = None, rebuild: bool = False) -> str:
     """Re-index the workspace's Markdown (only ``file_name`` when given); unchanged files are skipped."""
-    from guardian_app.index import index_workspace
+    from guardian_app.recall.index import index_workspace
 
     return index_workspace(rebuild=rebuild, paths=[file_name] if file_name else None).summary()
 
@@ -128,7 +128,7 @@ def run_memory_index(file_name: str | None = None, rebuild: bool = False) -> str
 @shared_task
 def run_embedding_cache_prune() -> int:
     """Keep embedding_cache to EMBEDDING_CACHE_MAX_ENTRIES rows, least recently used out (seed 003)."""
-    from guardian_app.embeddings import prune_embedding_cache
+    from guardian_app.recall.embeddings import prune_embedding_cache
 
     return prune_embedding_cache()
 
@@ -136,7 +136,7 @@ def run_embedding_cache_prune() -> int:
 # --- Reflect (seeds 001, 004) ---
 def _reflect_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
     """Retries spent: the run shows the error; its checkpoint stays for the next resume or CLI run."""
-    from guardian_app.reflect import mark_failed
+    from guardian_app.reflect.reflect import mark_failed
 
     try:
         mark_failed(args[0] if args else kwargs.get("run_id", ""), repr(exc))
@@ -153,9 +153,9 @@ def _reflect_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: A
 )
 def run_reflect(run_id: str) -> str | None:
     """Run (or resume) one reflect run; a redelivered message finds it finished or held by its worker."""
-    from guardian_app.checkpoints import CheckpointBusy, LeaseLost
     from guardian_app.models import ReflectRun
-    from guardian_app.reflect import execute_run
+    from guardian_app.reflect.checkpoints import CheckpointBusy, LeaseLost
+    from guardian_app.reflect.reflect import execute_run
 
     run = ReflectRun.objects.filter(id=run_id).first()
     if run is None:
@@ -171,7 +171,7 @@ def run_reflect(run_id: str) -> str | None:
 @shared_task
 def run_daily_reflect() -> str:
     """Daily: reflect on the facts since the last run (first resuming any run a crash interrupted)."""
-    from guardian_app.reflect import execute_run, resume_interrupted, start_run
+    from guardian_app.reflect.reflect import execute_run, resume_interrupted, start_run
 
     resume_interrupted()
     run = start_run(requested_by="schedule")
@@ -181,10 +181,10 @@ def run_daily_reflect() -> str:
 @shared_task
 def run_consolidation() -> list[dict] | None:
     """At CONSOLIDATION_SCHEDULE: each memory file's repeated and superseded lines removed, one audited write each
-    (guardian_app.consolidation); nothing while CONSOLIDATION_ENABLED is off (the default, as the seed's)."""
+    (guardian_app.write.consolidation); nothing while CONSOLIDATION_ENABLED is off (the default, as the seed's)."""
     from django.conf import settings
 
-    from guardian_app.consolidation import consolidate
+    from guardian_app.write.consolidation import consolidate
 
     if not settings.CONSOLIDATION_ENABLED:
         return None
@@ -195,7 +195,7 @@ def run_consolidation() -> list[dict] | None:
 def run_daily_projection() -> str:
     """Daily: the category views and today's summary under PROJECTION_DIR, if PROJECTION_ENABLED and
     PROJECTION_DAILY_TRIGGER (seed 004's qmdProjection.enabled, off by default, and dailyTrigger)."""
-    from guardian_app.projection import daily_projection_is_on, project
+    from guardian_app.reflect.projection import daily_projection_is_on, project
 
     if not daily_projection_is_on():
         return "projection is off (PROJECTION_ENABLED / PROJECTION_DAILY_TRIGGER)"
@@ -209,7 +209,7 @@ def run_daily_report(day: str | None = None) -> str:
 
     from django.utils import timezone
 
-    from guardian_app.reports import queue_delivery
+    from guardian_app.reflect.reports import queue_delivery
 
     date = dt.date.fromisoformat(day) if day else timezone.localdate() - dt.timedelta(days=1)
     delivery = queue_delivery(date)
@@ -219,7 +219,7 @@ def run_daily_report(day: str | None = None) -> str:
 def _webhook_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
     import datetime as dt
 
-    from guardian_app.reports import mark_delivery_failed
+    from guardian_app.reflect.reports import mark_delivery_failed
 
     try:
         mark_delivery_failed(dt.date.fromisoformat(args[0] if args else kwargs["day"]), repr(exc))
@@ -238,7 +238,7 @@ def run_report_webhook(day: str) -> str:
     """Post one day's report to REPORT_WEBHOOK_URL; a failure is retried with backoff, then recorded."""
     import datetime as dt
 
-    from guardian_app.reports import deliver
+    from guardian_app.reflect.reports import deliver
 
     return deliver(dt.date.fromisoformat(day)).status
 
@@ -246,8 +246,8 @@ def run_report_webhook(day: str) -> str:
 @shared_task
 def run_resume_jobs() -> dict:
     """Finish jobs whose process died (reflect runs, transcript imports) and re-enqueue runs left queued."""
-    from guardian_app.checkpoints import resume_incomplete
-    from guardian_app.reflect import sweep_queued_runs
+    from guardian_app.reflect.checkpoints import resume_incomplete
+    from guardian_app.reflect.reflect import sweep_queued_runs
 
     return {"resumed": resume_incomplete(), "requeued": sweep_queued_runs()}
 

@@ -303,8 +303,8 @@ class CursorPagination(PaginationBase):
 
 
 api.add_router("/v1/", "sessions_app.api.router")
-api.add_router("/v1/", "guardian_app.api.router")
-api.add_router("/v1/", "guardian_app.api_learning.router")
-api.add_router("/v1/", "guardian_app.api_recall.router")
-api.add_router("/v1/", "guardian_app.api_reflect.router")
+api.add_router("/v1/", "guardian_app.api.audits.router")
+api.add_router("/v1/", "guardian_app.api.learning.router")
+api.add_router("/v1/", "guardian_app.api.recall.router")
+api.add_router("/v1/", "guardian_app.api.reflect.router")
 api.add_router("/v1/", "dataset_app.api.router")

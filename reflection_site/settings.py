@@ -488,7 +488,7 @@ PROJECTION_INCLUDE_L1 = env.bool("PROJECTION_INCLUDE_L1", default=True)
 PROJECTION_CATEGORY_SEPARATE_FILES = env.bool("PROJECTION_CATEGORY_SEPARATE_FILES", default=True)
 PROJECTION_DAILY_TRIGGER = env.bool("PROJECTION_DAILY_TRIGGER", default=True)
 # Reflect (seed 001): the daily run starts where the last one ended, else this long ago.
-# consolidation.*: remove repeated and superseded lines of the memory files (guardian_app/consolidation.py).
+# consolidation.*: remove repeated and superseded lines of the memory files (guardian_app/write/consolidation.py).
 CONSOLIDATION_ENABLED = env.bool("CONSOLIDATION_ENABLED", default=False)  # consolidation.enabled
 CONSOLIDATION_SCHEDULE = env.str("CONSOLIDATION_SCHEDULE", default="0 2 * * *")  # consolidation.schedule
 CONSOLIDATION_MAX_REMOVED_LINES = env.int("CONSOLIDATION_MAX_REMOVED_LINES", default=50)  # per file and run
@@ -542,7 +542,7 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIN
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 # Reverse proxies in front of the service that append to X-Forwarded-For; 0: REMOTE_ADDR is the client. Used by
-# the feedback and learning-token limits (guardian_app.ratelimit.client_address) and by django-axes.
+# the feedback and learning-token limits (guardian_app.learning.ratelimit.client_address) and by django-axes.
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 
 # Wrong admin passwords: django-axes locks a user name out from one client address after ADMIN_LOGIN_FAILURE_LIMIT
@@ -554,8 +554,8 @@ AXES_COOLOFF_TIME = dt.timedelta(minutes=env.float("ADMIN_LOGIN_COOLOFF_MIN", de
 # A user name from one address: a guesser elsewhere cannot lock the real operator out.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "guardian_app.ratelimit.admin_lockout_response"  # 429, Retry-After, what to do
-AXES_CLIENT_IP_CALLABLE = "guardian_app.ratelimit.client_address"
+AXES_LOCKOUT_CALLABLE = "guardian_app.learning.ratelimit.admin_lockout_response"  # 429, Retry-After, what to do
+AXES_CLIENT_IP_CALLABLE = "guardian_app.learning.ratelimit.client_address"
 AXES_VERBOSE = False
 # Lockouts are listed and lifted with `manage.py axes_list_attempts` / `axes_reset_username`, not in the admin.
 AXES_ENABLE_ADMIN = False

@@ -23,10 +23,10 @@ from import_export import fields, resources
 from import_export.admin import ExportMixin
 from import_export.formats.base_formats import CSV, JSON, XLSX
 
-from guardian_app.admin import DIFF_STYLE, diff_html
-from guardian_app.diffs import unified_diff
+from guardian_app.admin.audits import DIFF_STYLE, diff_html
 from guardian_app.errors import GuardianError
-from guardian_app.rollback import SessionRollback, rollback_session
+from guardian_app.write.diffs import unified_diff
+from guardian_app.write.rollback import SessionRollback, rollback_session
 from reflection_site.admin import ReadOnlyAdmin, ReadOnlyInline, recent_values_filter
 from sessions_app.charts import daily_decisions_svg
 from sessions_app.gate import rerun_gate
@@ -399,7 +399,7 @@ class ConversationTurnAdmin(ReadOnlyAdmin):
 # --- The memory gate (REQ-002) ---------------------------------------------------------------------
 class MemoryGateDecisionResource(resources.ModelResource):
     """Decisions out to CSV/JSON/XLSX for annotators and analysis (the list's filters apply). No raw reply and
-    no turn text: a refused value is redacted in the decision already (guardian_app/refusals.py)."""
+    no turn text: a refused value is redacted in the decision already (guardian_app/write/refusals.py)."""
 
     target_file = fields.Field(attribute="target_file", column_name="target_file", readonly=True)
 

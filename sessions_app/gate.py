@@ -83,8 +83,8 @@ def _json_line(value: Any) -> str:
 def memory_file_headings() -> str:
     """One line per memory file: its decision and the Markdown headings it has now."""
     lines = []
-    from guardian_app import workspace  # Opens without following a link or waiting on a FIFO.
     from guardian_app.errors import GuardianError
+    from guardian_app.write import workspace  # Opens without following a link or waiting on a FIFO.
 
     for decision, name in memory_files.active().file_for_decision.items():  # The workspace profile's files.
         try:

@@ -105,7 +105,7 @@ def gate_responder(body: dict) -> dict:
 def guardian_responder(body: dict) -> dict:
     """Answer a write-guardian prompt (guardian_app/prompts/guardian-*.txt) with the offline guardian's
     verdict: an append edit of the fact, or a refusal (duplicate, vague, secret, a correction's pattern)."""
-    from guardian_app.heuristic_guardian import GuardianCorrection, review_fact
+    from guardian_app.write.heuristic_guardian import GuardianCorrection, review_fact
 
     system, user = _system_text(body), _user_text(body)
     target = re.search(r"^Target file: (\S+)", user, re.MULTILINE)

@@ -7,7 +7,7 @@ from django.db import migrations, models
 # The full-text index beside memory_index_chunks, by database vendor. SQLite: an FTS5 table over the
 # chunks' search_text (external content, kept in step by triggers; porter stemming, unicode61 words; CJK
 # arrives as character n-grams in search_text). PostgreSQL: a generated tsvector column with a GIN index.
-# guardian_app.index.ensure_search_schema recreates the same objects if a later table rebuild drops them.
+# guardian_app.recall.index.ensure_search_schema recreates the same objects if a later table rebuild drops them.
 SQLITE_FORWARD = [
     """CREATE VIRTUAL TABLE IF NOT EXISTS memory_index_chunks_fts USING fts5(
         search_text, content='memory_index_chunks', content_rowid='id',

@@ -1,4 +1,4 @@
-"""``{% daily_report_panel %}``: today's change report on the admin index (guardian_app.admin_reflect)."""
+"""``{% daily_report_panel %}``: today's change report on the admin index (guardian_app.admin.reflect)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 def daily_report_panel(context: dict[str, Any]) -> dict[str, Any]:
     """Today's counts and highlights, with links to the full report and the reflect runs."""
     from guardian_app.models import ReflectRun
-    from guardian_app.reports import daily_report
+    from guardian_app.reflect.reports import daily_report
 
     request = context.get("request")
     user = getattr(request, "user", None)

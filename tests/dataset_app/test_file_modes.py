@@ -111,7 +111,7 @@ def test_an_older_data_dir_and_database_are_tightened_on_start(tmp_path):
 
 def test_memory_files_keep_the_operators_umask(workspace):
     """Only Reflection's own data is tightened: a new memory file is still 0644 under umask 022."""
-    from guardian_app import workspace as ws
+    from guardian_app.write import workspace as ws
 
     ws.write_file("USER.md", "# User\n")
     assert mode(workspace / "USER.md") == 0o644

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from guardian_app.guardian import write_fact
 from guardian_app.models import WriteGuardianAudit
+from guardian_app.write.guardian import write_fact
 from sessions_app.models import (
     FILE_FOR_DECISION,
     ConversationSession,
@@ -93,7 +93,7 @@ LEARNING_TOKEN = "test-learning-token"
 @pytest.fixture
 def learning(settings: Any) -> Any:
     """Guardrails on and applied (shadow mode off), a feedback token set, the rate limit on the database."""
-    from guardian_app import guardrails, ratelimit
+    from guardian_app.learning import guardrails, ratelimit
 
     settings.LEARNING_GUARDRAILS_ENABLED = True
     settings.LEARNING_SHADOW_MODE = False

@@ -38,7 +38,7 @@ def _decision(fact: str, session_id: str) -> Any:
 
 def append(worker: str, count: str) -> dict[str, Any]:
     """Write ``count`` distinct facts to USER.md through the guardian, one decision each."""
-    from guardian_app.guardian import write_fact
+    from guardian_app.write.guardian import write_fact
 
     results = []
     for i in range(int(count)):
@@ -56,8 +56,8 @@ def decide(fact: str) -> dict[str, Any]:
 def write(decision_id: str, die_at: str = "") -> dict[str, Any]:
     """Run the guardian for a decision; ``die_at`` kills this process with SIGKILL mid-write:
     ``before-replace`` (audit written ahead, file untouched) or ``after-replace`` (file written, audit not)."""
-    from guardian_app import workspace
-    from guardian_app.guardian import write_fact
+    from guardian_app.write import workspace
+    from guardian_app.write.guardian import write_fact
     from sessions_app.models import MemoryGateDecision
 
     real_write = workspace.write_file

@@ -32,7 +32,8 @@ def _event() -> None:
 
 
 def _install_kill_points() -> None:
-    from guardian_app import checkpoints, opinions, reflect, workspace
+    from guardian_app.reflect import checkpoints, opinions, reflect
+    from guardian_app.write import workspace
 
     real_save, real_write, real_record = checkpoints.save, workspace.write_file, opinions.record_fact
 
@@ -59,7 +60,7 @@ def _install_kill_points() -> None:
 def run_reflect(since: str, until: str) -> dict[str, Any]:
     """Finish an interrupted run, or start the one run of this test (``since`` .. ``until``)."""
     from guardian_app.models import ReflectRun
-    from guardian_app.reflect import execute_run, resume_interrupted, start_run
+    from guardian_app.reflect.reflect import execute_run, resume_interrupted, start_run
 
     _install_kill_points()
     resumed = [r.id for r in resume_interrupted()]
@@ -113,7 +114,7 @@ def reflect_state() -> dict[str, Any]:
 
 
 def run_import(folder: str) -> dict[str, Any]:
-    from guardian_app import checkpoints
+    from guardian_app.reflect import checkpoints
     from sessions_app import ingest, openclaw_import
 
     real_save, real_ingest = checkpoints.save, ingest.ingest_turn

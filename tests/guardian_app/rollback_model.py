@@ -42,13 +42,13 @@ from django.conf import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from guardian_app import workspace as ws
-from guardian_app.corrections import correct_audit
-from guardian_app.diffs import content_hash
 from guardian_app.errors import GuardianError, RollbackConflict
-from guardian_app.guardian import retry_write, write_fact
 from guardian_app.models import FileSnapshot, FileVersion, Rollback, WorkspaceFile, WriteGuardianAudit
-from guardian_app.rollback import is_edit_of, rollback_session, rollback_write
+from guardian_app.write import workspace as ws
+from guardian_app.write.corrections import correct_audit
+from guardian_app.write.diffs import content_hash
+from guardian_app.write.guardian import retry_write, write_fact
+from guardian_app.write.rollback import is_edit_of, rollback_session, rollback_write
 from sessions_app.models import ConversationSession, ConversationTurn, MemoryGateDecision
 
 Status = WriteGuardianAudit.Status

@@ -8,9 +8,9 @@ from http import HTTPStatus
 import pytest
 from django.urls import reverse
 
-from guardian_app.attribution import name_the_person
-from guardian_app.guardian import write_fact
 from guardian_app.models import WriteGuardianAudit
+from guardian_app.write.attribution import name_the_person
+from guardian_app.write.guardian import write_fact
 from sessions_app.models import ConversationSession, ConversationTurn, GateStatus, MemoryGateDecision, WorkspaceOwner
 from sessions_app.speakers import owner_ids
 

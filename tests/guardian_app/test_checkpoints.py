@@ -18,9 +18,9 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from guardian_app import checkpoints
-from guardian_app.checkpoints import CheckpointBusy, LeaseLost, claim, finish, owner_id, release, save
 from guardian_app.models import JobCheckpoint
+from guardian_app.reflect import checkpoints
+from guardian_app.reflect.checkpoints import CheckpointBusy, LeaseLost, claim, finish, owner_id, release, save
 
 ROOT = Path(settings.BASE_DIR)
 JOB = JobCheckpoint.Job.REFLECT
@@ -100,14 +100,14 @@ def test_a_new_run_of_a_finished_job_is_no_resume(caplog):
 
     interrupted = claim(JOB, "run-5")
     JobCheckpoint.objects.filter(id=interrupted.id).update(owner="gone:1", lease_until=None)
-    with caplog.at_level("INFO", logger="guardian_app.checkpoints"):
+    with caplog.at_level("INFO", logger="guardian_app.reflect.checkpoints"):
         assert claim(JOB, "run-5").attempts == 2
     assert "resuming" in caplog.text and "(attempt 2)" in caplog.text
 
 
 @pytest.mark.django_db
 def test_resume_incomplete_finishes_what_nobody_holds(monkeypatch):
-    from guardian_app import reflect
+    from guardian_app.reflect import reflect
 
     resumed: list[str] = []
     monkeypatch.setattr(reflect, "resume_checkpoint", lambda cp: resumed.append(cp.key))
@@ -140,7 +140,7 @@ def test_the_worker_start_signal_queues_the_resume(monkeypatch):
 def test_the_resume_task_resumes_interrupted_runs_and_requeues_stuck_ones(reflect_log, monkeypatch, workspace):
     from guardian_app import tasks
     from guardian_app.models import ReflectRun
-    from guardian_app.reflect import start_run
+    from guardian_app.reflect.reflect import start_run
 
     reflect_log("- W @Peter: In Marrakech.")
     interrupted = start_run(since="7d")

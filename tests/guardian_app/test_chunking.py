@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from guardian_app.chunking import chunk_markdown, estimate_tokens, search_tokens
-from guardian_app.retain import entity_key, mentioned_entities, parse_retain_bullet
+from guardian_app.recall.chunking import chunk_markdown, estimate_tokens, search_tokens
+from guardian_app.recall.retain import entity_key, mentioned_entities, parse_retain_bullet
 
 MEMORY = """\
 ---

@@ -9,10 +9,10 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from guardian_app.consolidation import consolidate, consolidate_file, plan, without
 from guardian_app.models import WriteGuardianAudit
-from guardian_app.rollback import rollback_write
 from guardian_app.tasks import run_consolidation
+from guardian_app.write.consolidation import consolidate, consolidate_file, plan, without
+from guardian_app.write.rollback import rollback_write
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.db import DatabaseError
 
-from guardian_app import guardrails, ratelimit
+from guardian_app.learning import guardrails, ratelimit
 from guardian_app.models import FeedbackIdempotency, LearningEvent, MemoryItem, Rule
 from sessions_app.models import ConversationTurn
 from tests.conftest import ApiClient
@@ -423,7 +423,7 @@ def unused_port() -> int:
 
 def test_a_concurrent_request_that_learned_the_same_fact_first_makes_a_duplicate(learning, make_turn, monkeypatch):
     """The fingerprint check passed, then another request inserted the same fact: the unique key decides."""
-    from guardian_app.guardrails import MemoryCheck, fingerprint
+    from guardian_app.learning.guardrails import MemoryCheck, fingerprint
 
     winner = MemoryItem.objects.create(content=GOOD_FACT, fingerprint=fingerprint(GOOD_FACT))
     monkeypatch.setattr(

@@ -14,7 +14,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from guardian_app import ratelimit
+from guardian_app.learning import ratelimit
 from guardian_app.models import LearningEvent, LearningRateLimit
 from tests.conftest import ApiClient
 from tests.guardian_app.conftest import LEARNING_TOKEN

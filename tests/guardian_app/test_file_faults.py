@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 
-from guardian_app import workspace as ws
-from guardian_app.diffs import content_hash
-from guardian_app.guardian import retry_write, sweep_pending_decisions, write_fact
 from guardian_app.models import FileSnapshot, FileVersion, Rollback, WorkspaceFile, WriteGuardianAudit
-from guardian_app.rollback import rollback_write
+from guardian_app.write import workspace as ws
+from guardian_app.write.diffs import content_hash
+from guardian_app.write.guardian import retry_write, sweep_pending_decisions, write_fact
+from guardian_app.write.rollback import rollback_write
 from tests.services import ROOT
 
 pytestmark = pytest.mark.django_db

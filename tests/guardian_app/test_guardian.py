@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from guardian_app import workspace
 from guardian_app.errors import GuardianError, InvalidEdits, UnknownFile
-from guardian_app.guardian import apply_edits, guard_write, record_failure, sweep_pending_decisions, write_fact
 from guardian_app.models import FileSnapshot, FileVersion, WorkspaceFile, WriteGuardianAudit
 from guardian_app.signals import memory_file_changed
+from guardian_app.write import workspace
+from guardian_app.write.guardian import apply_edits, guard_write, record_failure, sweep_pending_decisions, write_fact
 
 pytestmark = pytest.mark.django_db
 Status = WriteGuardianAudit.Status
@@ -171,7 +171,7 @@ def test_memory_file_changed_is_sent_after_commit(write, django_capture_on_commi
 
 
 def test_max_removed_lines_and_emptying_are_refused_by_the_checks(settings, user_md):
-    from guardian_app.guardian import check_result
+    from guardian_app.write.guardian import check_result
 
     settings.GUARDIAN_MAX_REMOVED_LINES = 2
     before = "".join(f"- line {i}\n" for i in range(5))
@@ -222,7 +222,7 @@ def test_an_interrupted_write_is_finished_by_the_next_run(write, make_decision, 
 
 def test_a_write_recorded_on_disk_but_not_in_the_database_is_not_a_hand_edit(make_decision, user_md, monkeypatch):
     """A crash after os.replace, before the audit was marked written."""
-    from guardian_app import workspace as ws
+    from guardian_app.write import workspace as ws
 
     real_finish = ws.finish_write
     monkeypatch.setattr(ws, "finish_write", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -272,7 +272,7 @@ def test_the_guardian_task_runs_write_fact(make_decision, user_md):
 
 
 def test_corrections_reach_the_offline_guardian(write, user_md):
-    from guardian_app.corrections import correct_audit
+    from guardian_app.write.corrections import correct_audit
 
     first = write("Likes pineapple pizza on Fridays.")
     correct_audit(

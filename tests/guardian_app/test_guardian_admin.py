@@ -9,9 +9,9 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.urls import reverse
 
-from guardian_app.diffs import content_hash
-from guardian_app.guardian import retry_write
 from guardian_app.models import BehaviorCorrection, Rollback, WriteGuardianAudit
+from guardian_app.write.diffs import content_hash
+from guardian_app.write.guardian import retry_write
 
 pytestmark = pytest.mark.django_db
 Status = WriteGuardianAudit.Status

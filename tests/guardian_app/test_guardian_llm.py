@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from guardian_app.corrections import correct_audit
-from guardian_app.guardian import guard_write, write_fact
 from guardian_app.models import FileVersion, WriteGuardianAudit
+from guardian_app.write.corrections import correct_audit
+from guardian_app.write.guardian import guard_write, write_fact
 from reflection_site import llm
 from tests.fake_llm import FakeReply
 
@@ -121,7 +121,7 @@ def test_transient_errors_are_raised_for_the_task_and_recorded_for_an_operator_r
         write_fact(decision)
     assert not WriteGuardianAudit.objects.filter(decision=decision).exists()  # The task will retry.
 
-    from guardian_app.guardian import retry_write
+    from guardian_app.write.guardian import retry_write
 
     refused = write("Stuff.")
     fake.queue(FakeReply(status=503), FakeReply(status=503))
@@ -130,7 +130,7 @@ def test_transient_errors_are_raised_for_the_task_and_recorded_for_an_operator_r
 
 
 def test_a_file_changed_while_the_llm_decides_is_asked_again(fake, write, user_md):
-    from guardian_app import workspace
+    from guardian_app.write import workspace
     from tests.fake_llm import guardian_responder
 
     user_md.write_text("## Preferences\n\n- Lives in Lisbon.\n")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError
 
-from guardian_app import guardrails
-from guardian_app.guardrails import (
+from guardian_app.learning import guardrails
+from guardian_app.learning.guardrails import (
     apply_feedback,
     boilerplate_share,
     check_memory_candidate,

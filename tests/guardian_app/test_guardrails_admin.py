@@ -10,8 +10,8 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.urls import reverse
 
-from guardian_app.admin_learning import learning_chart_svg
-from guardian_app.guardrails import apply_feedback
+from guardian_app.admin.learning import learning_chart_svg
+from guardian_app.learning.guardrails import apply_feedback
 from guardian_app.models import LearningEvent, MemoryItem, Rule
 
 pytestmark = pytest.mark.django_db

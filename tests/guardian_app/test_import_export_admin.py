@@ -12,8 +12,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from guardian_app.admin.resources import WriteGuardianAuditResource
 from guardian_app.models import BehaviorCorrection, WriteGuardianAudit
-from guardian_app.resources import WriteGuardianAuditResource
 
 pytestmark = pytest.mark.django_db
 

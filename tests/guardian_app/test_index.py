@@ -13,10 +13,10 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from guardian_app import index as index_module
-from guardian_app.index import ensure_search_schema, index_workspace, workspace_files
 from guardian_app.models import MemoryChunk, MemoryIndexFile
-from guardian_app.recall import recall, record_hits
+from guardian_app.recall import index as index_module
+from guardian_app.recall.index import ensure_search_schema, index_workspace, workspace_files
+from guardian_app.recall.recall import recall, record_hits
 
 pytestmark = pytest.mark.django_db
 

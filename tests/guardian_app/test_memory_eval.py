@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from guardian_app.memory_eval import load_corpus
+from guardian_app.write.memory_eval import load_corpus
 from sessions_app.models import ConversationTurn, MemoryGateDecision
 
 pytestmark = pytest.mark.django_db

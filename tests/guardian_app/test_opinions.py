@@ -9,9 +9,9 @@ from http import HTTPStatus
 import pytest
 from django.utils import timezone
 
-from guardian_app.facts import Fact, fact_id
 from guardian_app.models import Opinion, OpinionEvidence
-from guardian_app.opinions import (
+from guardian_app.reflect.facts import Fact, fact_id
+from guardian_app.reflect.opinions import (
     DEFAULT_CONFIDENCE,
     MAX_STEP,
     OpinionState,

@@ -21,13 +21,13 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from guardian_app import workspace as ws
 from guardian_app.errors import UnknownFile
-from guardian_app.guardian import guard_write
-from guardian_app.index import workspace_files
 from guardian_app.models import FileVersion, WriteGuardianAudit
-from guardian_app.reflect import existing_entity_pages
-from guardian_app.rollback import rollback_write
+from guardian_app.recall.index import workspace_files
+from guardian_app.reflect.reflect import existing_entity_pages
+from guardian_app.write import workspace as ws
+from guardian_app.write.guardian import guard_write
+from guardian_app.write.rollback import rollback_write
 from reflection_site import memory_files
 from sessions_app.models import DECISION_FOR_FILE, MemoryGateDecision
 
@@ -58,7 +58,7 @@ def openclaw(settings: Any) -> Any:
 
 
 def _fact(make_decision: Callable[..., MemoryGateDecision], decision: str, fact: str) -> WriteGuardianAudit:
-    from guardian_app.guardian import write_fact
+    from guardian_app.write.guardian import write_fact
 
     return write_fact(make_decision(decision, fact))
 

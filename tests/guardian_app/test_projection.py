@@ -9,9 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from guardian_app.index import index_workspace
 from guardian_app.models import MemoryChunk
-from guardian_app.projection import category_of, project, render_summary
+from guardian_app.recall.index import index_workspace
+from guardian_app.reflect.projection import category_of, project, render_summary
 
 pytestmark = pytest.mark.django_db
 

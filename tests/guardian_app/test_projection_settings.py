@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guardian_app.projection import project
+from guardian_app.reflect.projection import project
 from guardian_app.tasks import run_daily_projection
 from tests.guardian_app.test_projection import indexed  # noqa: F401 - the fixture
 

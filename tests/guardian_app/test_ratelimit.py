@@ -9,7 +9,7 @@ import pytest
 from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 
-from guardian_app import ratelimit
+from guardian_app.learning import ratelimit
 from guardian_app.models import LearningRateLimit
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from guardian_app.index import index_workspace
-from guardian_app.recall import InvalidRecallQuery, fts5_query, keyword_search, parse_time, query_terms, recall
+from guardian_app.recall.index import index_workspace
+from guardian_app.recall.recall import InvalidRecallQuery, fts5_query, keyword_search, parse_time, query_terms, recall
 
 pytestmark = pytest.mark.django_db
 
@@ -159,7 +159,7 @@ def test_terms_are_ored_so_k_fills_with_the_best_partial_matches(recall_notes):
 
 
 def _no_filters():
-    from guardian_app.recall import Filters
+    from guardian_app.recall.recall import Filters
 
     return Filters()
 
@@ -268,8 +268,8 @@ def test_stored_turns_are_recalled_with_their_session_and_turn(recall_notes):
 
 
 def test_turns_are_indexed_as_a_delta_and_vanish_with_their_session(recall_notes):
-    from guardian_app.index import SESSIONS_META_KEY, read_meta, write_meta
     from guardian_app.models import MemoryChunk
+    from guardian_app.recall.index import SESSIONS_META_KEY, read_meta, write_meta
     from sessions_app.models import ConversationSession
 
     _turn("telegram:mara", 1, "The kayak needs a new paddle.")

@@ -13,8 +13,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from guardian_app.index import index_workspace
 from guardian_app.models import MemoryChunk
+from guardian_app.recall.index import index_workspace
 
 pytestmark = pytest.mark.django_db
 

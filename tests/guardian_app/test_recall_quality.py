@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from guardian_app.index import index_workspace
-from guardian_app.recall import recall
+from guardian_app.recall.index import index_workspace
+from guardian_app.recall.recall import recall
 
 pytestmark = pytest.mark.django_db
 
@@ -83,13 +83,13 @@ def seed_profile(settings: Any, workspace: Path) -> Path:
 
 
 def _report(result: Any) -> str:
-    from guardian_app.recall_eval import format_table
+    from guardian_app.recall.recall_eval import format_table
 
     return format_table(result)
 
 
 def test_longmemeval_s_session_recall_at_5_beats_bm25_and_reaches_95_percent(seed_profile, capsys):
-    from guardian_app.recall_eval import evaluate, longmemeval_s
+    from guardian_app.recall.recall_eval import evaluate, longmemeval_s
 
     result = evaluate(longmemeval_s())
     with capsys.disabled():
@@ -102,7 +102,7 @@ def test_longmemeval_s_session_recall_at_5_beats_bm25_and_reaches_95_percent(see
 
 def test_longmemeval_s_as_stored_turns_is_found_without_any_memory_file(seed_profile, capsys):
     """Conversations as a source: the same sessions stored as turns (no daily log, no fact written)."""
-    from guardian_app.recall_eval import evaluate, longmemeval_s_transcripts
+    from guardian_app.recall.recall_eval import evaluate, longmemeval_s_transcripts
 
     result = evaluate(longmemeval_s_transcripts())
     with capsys.disabled():
@@ -114,7 +114,7 @@ def test_longmemeval_s_as_stored_turns_is_found_without_any_memory_file(seed_pro
 
 
 def test_held_out_seed_corpus_recall_at_5_beats_bm25_and_reaches_target(seed_profile, capsys):
-    from guardian_app.recall_eval import evaluate, seed_corpus
+    from guardian_app.recall.recall_eval import evaluate, seed_corpus
 
     dataset = seed_corpus()
     held_out = [q for q in dataset.questions if q.split == "heldout"]
@@ -129,7 +129,7 @@ def test_held_out_seed_corpus_recall_at_5_beats_bm25_and_reaches_target(seed_pro
 
 def test_the_baseline_is_real_bm25_and_the_metric_can_fail(seed_profile):
     """The evaluation's own parts: a wrong expectation is a miss, and the baseline ranks by bm25."""
-    from guardian_app.recall_eval import Bm25Baseline, Dataset, Question, evaluate
+    from guardian_app.recall.recall_eval import Bm25Baseline, Dataset, Question, evaluate
 
     files = {
         "memory/2026-01-01.md": "# 2026-01-01\n\n- The boat is moored in Marstrand.\n",
@@ -160,7 +160,7 @@ def test_the_baseline_is_real_bm25_and_the_metric_can_fail(seed_profile):
     ],
 )
 def test_time_expressions_become_a_window_and_leave_the_words(query, start, end, rest):
-    from guardian_app.recall import query_terms, time_scope
+    from guardian_app.recall.recall import query_terms, time_scope
 
     scope, remaining = time_scope(query, now=dt.datetime(2026, 6, 15, 12, tzinfo=dt.UTC))
     assert scope is not None
@@ -171,7 +171,7 @@ def test_time_expressions_become_a_window_and_leave_the_words(query, start, end,
 
 
 def test_a_question_without_a_time_expression_has_no_scope():
-    from guardian_app.recall import time_scope
+    from guardian_app.recall.recall import time_scope
 
     assert time_scope("Where does Mara live?", now=dt.datetime(2026, 6, 15, tzinfo=dt.UTC)) == (
         None,

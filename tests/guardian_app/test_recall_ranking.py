@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from guardian_app import recall as recall_module
-from guardian_app.embeddings import EmbeddingConfig, batches, embed_texts, from_blob, load_local_embedder
-from guardian_app.index import index_workspace
 from guardian_app.models import EmbeddingCache, MemoryChunk
-from guardian_app.recall import (
+from guardian_app.recall import recall as recall_module
+from guardian_app.recall.embeddings import EmbeddingConfig, batches, embed_texts, from_blob, load_local_embedder
+from guardian_app.recall.index import index_workspace
+from guardian_app.recall.recall import (
     Filters,
     boost_factor,
     merge_scores,
@@ -384,7 +384,7 @@ def test_above_the_brute_force_limit_recall_uses_sqlite_vec_on_the_database_file
 def test_after_a_query_embedding_failure_recall_stops_waiting_for_the_endpoint(
     notes, embeddings, settings, monkeypatch
 ):
-    from guardian_app import embeddings as embeddings_module
+    from guardian_app.recall import embeddings as embeddings_module
 
     index_workspace()
     monkeypatch.setattr(embeddings_module, "_query_endpoint_down_until", {})  # This test's failures stay here.
@@ -403,8 +403,8 @@ def test_after_a_query_embedding_failure_recall_stops_waiting_for_the_endpoint(
 
 # --- The vector matrix --------------------------------------------------------------------------------------------
 def test_a_full_index_run_saves_the_matrix_and_recall_maps_it(notes, settings):
-    from guardian_app.embeddings import current_config
-    from guardian_app.index import index_generation
+    from guardian_app.recall.embeddings import current_config
+    from guardian_app.recall.index import index_generation
 
     index_workspace()
     label = current_config().label
@@ -435,7 +435,7 @@ def test_the_prefix_shortlist_returns_the_exact_top_k(notes, monkeypatch):
 
 # --- Embedding cache pruning and recallMinScore -------------------------------------------------------------------
 def test_the_cache_keeps_the_most_recently_used_vectors(notes, embeddings, settings):
-    from guardian_app.embeddings import prune_embedding_cache
+    from guardian_app.recall.embeddings import prune_embedding_cache
     from guardian_app.tasks import run_embedding_cache_prune
 
     index_workspace()

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from guardian_app import workspace as workspace_module
 from guardian_app.models import (
     FileVersion,
     JobCheckpoint,
@@ -19,9 +18,10 @@ from guardian_app.models import (
     ReflectRun,
     WriteGuardianAudit,
 )
-from guardian_app.pages import BEGIN
-from guardian_app.reflect import execute_run, reflect, run_audits, source_ref, start_run
-from guardian_app.rollback import rollback_write
+from guardian_app.reflect.pages import BEGIN
+from guardian_app.reflect.reflect import execute_run, reflect, run_audits, source_ref, start_run
+from guardian_app.write import workspace as workspace_module
+from guardian_app.write.rollback import rollback_write
 from tests.fake_llm import FakeReply
 
 pytestmark = pytest.mark.django_db
@@ -262,7 +262,7 @@ def test_a_sure_opinion_is_proposed_to_memory_md_once(reflect_log, workspace):
 
 
 def test_a_run_that_fails_halfway_finishes_on_its_next_start(reflect_log, workspace, monkeypatch):
-    from guardian_app import reflect as reflect_module
+    from guardian_app.reflect import reflect as reflect_module
 
     reflect_log(*BULLETS)
     run = start_run(since="7d")

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group, User
 from django.urls import reverse
 
 from guardian_app.models import Opinion, ReflectRun, WriteGuardianAudit
-from guardian_app.reflect import reflect
+from guardian_app.reflect.reflect import reflect
 
 pytestmark = pytest.mark.django_db
 

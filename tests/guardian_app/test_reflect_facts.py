@@ -7,8 +7,8 @@ import datetime as dt
 
 import pytest
 
-from guardian_app.facts import collect_facts, names_in_text
-from guardian_app.reflect import reflect
+from guardian_app.reflect.facts import collect_facts, names_in_text
+from guardian_app.reflect.reflect import reflect
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_the_user_entity_can_be_turned_off(write, workspace, settings):
     ],
 )
 def test_preferences_are_opinions(text, preference):
-    from guardian_app.facts import is_preference
+    from guardian_app.reflect.facts import is_preference
 
     assert is_preference(text) is preference
 
@@ -117,7 +117,7 @@ NAMES_TABLE = [
 
 @pytest.mark.parametrize(("text", "names"), NAMES_TABLE)
 def test_names_in_facts_against_a_labelled_table(text, names):
-    from guardian_app.facts import names_in_text
+    from guardian_app.reflect.facts import names_in_text
 
     assert names_in_text(text) == names
 

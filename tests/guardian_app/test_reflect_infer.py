@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from guardian_app.models import WriteGuardianAudit
-from guardian_app.pages import compose_retain
-from guardian_app.reflect import reflect, source_ref
-from guardian_app.retain import PREFIX_FOR_KIND, infer_kind
-from guardian_app.rollback import rollback_write
+from guardian_app.recall.retain import PREFIX_FOR_KIND, infer_kind
+from guardian_app.reflect.pages import compose_retain
+from guardian_app.reflect.reflect import reflect, source_ref
+from guardian_app.write.rollback import rollback_write
 
 TABLE = Path(__file__).parent / "data" / "reflect_infer_labels.tsv"
 DAY = dt.date(2026, 11, 20)

@@ -6,9 +6,8 @@ import datetime as dt
 
 import pytest
 
-from guardian_app.facts import Fact, fact_id
-from guardian_app.guardian import apply_edits
-from guardian_app.pages import (
+from guardian_app.reflect.facts import Fact, fact_id
+from guardian_app.reflect.pages import (
     BEGIN,
     END,
     PageFact,
@@ -24,6 +23,7 @@ from guardian_app.pages import (
     split_page,
     summarise_offline,
 )
+from guardian_app.write.guardian import apply_edits
 
 D1, D2, D3 = dt.date(2025, 11, 25), dt.date(2025, 11, 26), dt.date(2025, 11, 27)
 

@@ -7,9 +7,9 @@ import datetime as dt
 
 import pytest
 
-from guardian_app.index import index_workspace
 from guardian_app.models import MemoryChunk
-from guardian_app.retain import parse_time_range
+from guardian_app.recall.index import index_workspace
+from guardian_app.recall.retain import parse_time_range
 
 DAY = dt.date(2025, 11, 27)
 D = dt.date

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from guardian_app import workspace as ws
 from guardian_app.errors import UnknownFile
-from guardian_app.guardian import guard_write
 from guardian_app.models import FileSnapshot, FileVersion, WorkspaceFile, WriteGuardianAudit
-from guardian_app.rollback import rollback_write
+from guardian_app.write import workspace as ws
+from guardian_app.write.guardian import guard_write
+from guardian_app.write.rollback import rollback_write
 
 pytestmark = pytest.mark.django_db
 
@@ -196,7 +196,7 @@ def test_the_drift_check_records_a_hand_edit_of_a_bank_page(workspace):
 
 def test_a_bank_page_audit_cannot_be_retried_with_the_guardian(workspace):
     from guardian_app.errors import NotRetryable
-    from guardian_app.guardian import retry_write
+    from guardian_app.write.guardian import retry_write
 
     audit = guard_write(
         target_file="bank/world.md",

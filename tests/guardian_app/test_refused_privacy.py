@@ -13,8 +13,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from dataset_app.retention import export_conversations
-from guardian_app.guardian import write_fact
 from guardian_app.models import WriteGuardianAudit
+from guardian_app.write.guardian import write_fact
 from sessions_app.models import ConversationTurn, MemoryGateDecision
 
 pytestmark = pytest.mark.django_db
@@ -94,7 +94,7 @@ def test_the_conversation_export_keeps_raw_text_only_when_asked(make_decision, s
 
 
 def test_a_retry_of_a_redacted_refusal_cannot_write_the_placeholder(make_decision, user_md):
-    from guardian_app.guardian import retry_write
+    from guardian_app.write.guardian import retry_write
 
     audit = refused(make_decision, REFUSED[1][0])
 

@@ -14,13 +14,20 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from guardian_app.facts import Fact, fact_id
-from guardian_app.guardian import record_failure
 from guardian_app.models import ReportDelivery
-from guardian_app.opinions import record_fact
-from guardian_app.reports import daily_report, deliver, post_report, queue_delivery, render_markdown, session_report
-from guardian_app.rollback import rollback_write
-from guardian_app.webhook import WebhookError
+from guardian_app.reflect.facts import Fact, fact_id
+from guardian_app.reflect.opinions import record_fact
+from guardian_app.reflect.reports import (
+    daily_report,
+    deliver,
+    post_report,
+    queue_delivery,
+    render_markdown,
+    session_report,
+)
+from guardian_app.reflect.webhook import WebhookError
+from guardian_app.write.guardian import record_failure
+from guardian_app.write.rollback import rollback_write
 
 pytestmark = pytest.mark.django_db
 
@@ -93,7 +100,7 @@ def test_a_large_opinion_move_is_pivotal():
 
 
 def test_reflect_page_writes_are_runs_not_facts(reflect_log, workspace):
-    from guardian_app.reflect import reflect
+    from guardian_app.reflect.reflect import reflect
 
     reflect_log("- W @Peter: In Marrakech.", "- O(c=0.9) @Peter: Prefers short replies.")
     run = reflect(since="7d")

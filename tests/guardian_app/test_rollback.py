@@ -7,10 +7,10 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from guardian_app import workspace
 from guardian_app.errors import NotRollbackable, RollbackConflict, RollbackDisabled
 from guardian_app.models import FileSnapshot, FileVersion, Rollback, WriteGuardianAudit
-from guardian_app.rollback import plan_revert, rollback_session, rollback_write
+from guardian_app.write import workspace
+from guardian_app.write.rollback import plan_revert, rollback_session, rollback_write
 
 pytestmark = pytest.mark.django_db
 Status = WriteGuardianAudit.Status
@@ -80,14 +80,14 @@ def test_an_overlapping_hand_edit_is_a_conflict_that_changes_nothing(write, user
 
 def test_an_overlapping_later_write_is_named_in_the_conflict(write, user_md):
     first = write("Prefers green tea in the afternoon.")
-    from guardian_app.guardian import guard_write
+    from guardian_app.write.guardian import guard_write
 
     replace = guard_write(
         target_file="USER.md", candidate_fact="x", source="reflect", source_ref="r1"
     )  # refused: vague
     assert replace.status == Status.REFUSED
     # A later write that rewrites the first fact's line (as an LLM guardian's replace edit would).
-    from guardian_app.guardian import Outcome, _new_audit, _record_locked
+    from guardian_app.write.guardian import Outcome, _new_audit, _record_locked
 
     with workspace.file_lock("USER.md"):
         state = workspace.sync("USER.md")
@@ -270,7 +270,7 @@ def test_session_rollback_of_an_unknown_session_is_404():
 # --- Issue 17: nothing rolled back comes back, and every report is measured on the file --------------
 def _raw_write(name: str, new_content: str, fact: str) -> WriteGuardianAudit:
     """A written audit whose edit is ``new_content`` (as an LLM guardian's replace or delete edit would be)."""
-    from guardian_app.guardian import Outcome, _new_audit, _record_locked
+    from guardian_app.write.guardian import Outcome, _new_audit, _record_locked
 
     with workspace.file_lock(name):
         state = workspace.sync(name)
@@ -305,7 +305,7 @@ def test_a_forced_rollback_never_resurrects_a_fact_another_rollback_removed(writ
 
 
 def workspace_diff(old: str, new: str) -> str:
-    from guardian_app.diffs import unified_diff
+    from guardian_app.write.diffs import unified_diff
 
     return unified_diff(old, new, "USER.md")
 
@@ -367,7 +367,7 @@ def test_force_keeps_a_later_edit_of_a_line_the_write_did_not_touch(write, user_
 
 
 def test_preview_shows_the_exact_change_or_the_conflict_and_writes_nothing(write, user_md):
-    from guardian_app.rollback import preview_rollback
+    from guardian_app.write.rollback import preview_rollback
 
     user_md.write_text("## Preferences\n\n- Lives in Lisbon.\n")
     audit = write("Prefers green tea in the afternoon.")
@@ -385,7 +385,7 @@ def test_preview_shows_the_exact_change_or_the_conflict_and_writes_nothing(write
 
 
 def test_a_confirmation_made_on_an_older_file_changes_nothing(write, user_md):
-    from guardian_app.rollback import RollbackStale, preview_rollback
+    from guardian_app.write.rollback import RollbackStale, preview_rollback
 
     audit = write("Prefers green tea in the afternoon.")
     seen = preview_rollback(audit)

@@ -14,8 +14,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from guardian_app.diffs import content_hash, unified_diff
 from guardian_app.models import Rollback, WriteGuardianAudit
+from guardian_app.write.diffs import content_hash, unified_diff
 
 pytestmark = pytest.mark.django_db
 Status = WriteGuardianAudit.Status

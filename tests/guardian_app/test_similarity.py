@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from guardian_app import similarity
 from guardian_app.models import WriteGuardianAudit
+from guardian_app.write import similarity
 
 pytestmark = pytest.mark.django_db
 Status = WriteGuardianAudit.Status

@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.urls import reverse
 
-from guardian_app.index import index_workspace
 from guardian_app.models import MemoryChunk, SkillDraft
-from guardian_app.skills import (
+from guardian_app.recall.index import index_workspace
+from guardian_app.reflect.skills import (
     SkillError,
     approve_draft,
     find_candidates,

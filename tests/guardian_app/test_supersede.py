@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from guardian_app.models import FileSnapshot, WriteGuardianAudit
-from guardian_app.rollback import rollback_write
-from guardian_app.supersede import attribute, superseded_lines
+from guardian_app.write.rollback import rollback_write
+from guardian_app.write.supersede import attribute, superseded_lines
 from sessions_app.heuristic_gate import classify_turn
 
 pytestmark = pytest.mark.django_db

@@ -22,10 +22,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from guardian_app import workspace as ws
 from guardian_app.errors import UnknownFile, UnsafeFile
-from guardian_app.index import index_workspace
 from guardian_app.models import FileSnapshot, FileVersion, MemoryChunk, WorkspaceFile, WriteGuardianAudit
+from guardian_app.recall.index import index_workspace
+from guardian_app.write import workspace as ws
 from sessions_app.models import FILE_FOR_DECISION
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
@@ -195,7 +195,7 @@ def test_a_link_swapped_in_between_the_read_and_the_write_fails_the_audit(write,
         real_write_file(name, text)
 
     monkeypatch.setattr(ws, "write_file", swap_then_write)
-    from guardian_app.guardian import write_fact
+    from guardian_app.write.guardian import write_fact
 
     audit = write_fact(make_decision("UPDATE_USER", "Likes long walks on Sundays."))
     assert audit.status == WriteGuardianAudit.Status.FAILED and "a symbolic link" in audit.reason

@@ -14,9 +14,9 @@ import redis
 from django.conf import settings as django_settings
 from django.db import connection
 
-from guardian_app import guardrails, ratelimit
+from guardian_app.learning import guardrails, ratelimit
 from guardian_app.models import LearningEvent, MemoryItem, WriteGuardianAudit
-from guardian_app.workspace import INTERRUPTED
+from guardian_app.write.workspace import INTERRUPTED
 from sessions_app.models import ConversationSession, ConversationTurn, GateStatus, MemoryGateDecision
 from tests.conftest import ApiClient
 from tests.services import wait_until

@@ -37,9 +37,9 @@ from django.conf import settings as django_settings
 from django.urls import reverse
 from django.utils.html import escape
 
-from guardian_app.heuristic_guardian import instruction_like
 from guardian_app.models import MEMORY_FILES, FileSnapshot, FileVersion, WriteGuardianAudit
 from guardian_app.tasks import run_guardian
+from guardian_app.write.heuristic_guardian import instruction_like
 from reflection_site.privacy import contains_secret
 from sessions_app.models import ConversationTurn, Decision, MemoryGateDecision
 from sessions_app.tasks import run_gate
@@ -53,7 +53,7 @@ CORPUS = ROOT / "tests" / "fixtures" / "poisoning" / "corpus.jsonl"
 POISON_ROUNDS = int(os.environ.get("POISON_ROUNDS", "1"))
 REPORT_DIR = ROOT / "test-output" / "reliability"
 DECISIONS = ["UPDATE_MEMORY", "UPDATE_USER", "UPDATE_SOUL", "UPDATE_IDENTITY", "UPDATE_TOOLS"]
-# Characters that must never reach a memory file (guardian_app.guardian.HIDDEN_CHARACTERS, written out
+# Characters that must never reach a memory file (guardian_app.write.guardian.HIDDEN_CHARACTERS, written out
 # again here so that the test does not take the code's word for it): they hide or reorder what a reader sees.
 HIDDEN = re.compile(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]"

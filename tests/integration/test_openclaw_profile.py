@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from guardian_app.guardian import guard_write
 from guardian_app.models import WriteGuardianAudit
+from guardian_app.write.guardian import guard_write
 from reflection_site import memory_files
 from tests import openclaw_harness
 from tests.fake_llm import OPENCLAW_MARKER

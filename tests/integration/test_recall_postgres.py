@@ -11,9 +11,9 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from guardian_app.index import index_workspace
 from guardian_app.models import MemoryChunk
-from guardian_app.recall import recall
+from guardian_app.recall.index import index_workspace
+from guardian_app.recall.recall import recall
 from reflection_site.models import ApiKey
 from tests.conftest import ApiClient, turn_payload
 from tests.guardian_app.conftest import make_decision, offline_guardian, write, write_md  # noqa: F401 - fixtures of the re-run tests.

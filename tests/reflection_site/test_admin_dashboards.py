@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dataset_app.admin import DASHBOARD as SAMPLES
-from guardian_app.admin_learning import DASHBOARD as EVENTS
+from guardian_app.admin.learning import DASHBOARD as EVENTS
 from guardian_app.models import LearningEvent
 from reflection_site import admin as site_admin
 from tests.dataset_app.factories import SampleFactory

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
 from dataset_app.collect import collect_samples
-from guardian_app.guardian import write_fact
+from guardian_app.write.guardian import write_fact
 from reflection_site.models import ApiKey
 from sessions_app.gate import decide_turn
 from sessions_app.models import ConversationTurn

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from guardian_app.guardian import write_fact
+from guardian_app.write.guardian import write_fact
 from reflection_site.logfilter import RedactSecrets
 from sessions_app.gate import decide_turn, mark_gate_failed
 from sessions_app.models import ConversationTurn, Decision, MemoryGateDecision

@@ -20,7 +20,7 @@ from django.db import connections
 from django.utils import timezone
 
 from dataset_app.models import DatasetSample
-from guardian_app.guardian import write_fact
+from guardian_app.write.guardian import write_fact
 from sessions_app.models import ConversationSession, ConversationTurn, GateStatus, MemoryGateDecision
 
 pytestmark = pytest.mark.django_db

@@ -15,9 +15,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from guardian_app.admin import diff_html
-from guardian_app.diffs import unified_diff
+from guardian_app.admin.audits import diff_html
 from guardian_app.models import Rollback, WriteGuardianAudit
+from guardian_app.write.diffs import unified_diff
 from tests.guardian_app.conftest import make_decision, offline_guardian, write  # noqa: F401, F811  (fixtures)
 from tests.guardian_app.test_guardian_admin import annotator, operator  # noqa: F401  (fixtures: a group's member)
 

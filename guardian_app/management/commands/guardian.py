@@ -14,13 +14,13 @@ from typing import IO, Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from guardian_app import workspace
-from guardian_app.corrections import correct_audit
 from guardian_app.errors import GuardianError
-from guardian_app.guardian import retry_write, sweep_pending_decisions
 from guardian_app.models import WriteGuardianAudit
 from guardian_app.queries import audit_record, file_history, list_audits
-from guardian_app.rollback import LineChange, preview_rollback, rollback_session, rollback_write
+from guardian_app.write import workspace
+from guardian_app.write.corrections import correct_audit
+from guardian_app.write.guardian import retry_write, sweep_pending_decisions
+from guardian_app.write.rollback import LineChange, preview_rollback, rollback_session, rollback_write
 from reflection_site import memory_files
 from reflection_site.errors import ReflectionError
 
@@ -553,7 +553,7 @@ class Command(BaseCommand):
             self.stderr.write(self.style.ERROR(f"  {name} is {found}: not read or written until it is replaced"))
 
     def handle_consolidate(self, options: dict[str, Any]) -> None:
-        from guardian_app.consolidation import consolidate
+        from guardian_app.write.consolidation import consolidate
 
         results = consolidate(dry_run=options["dry_run"], files=options["files"])
         if options["json"]:

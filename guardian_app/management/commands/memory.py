@@ -14,8 +14,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from guardian_app.index import index_status, index_workspace
-from guardian_app.recall import MAX_K, MODES, InvalidRecallQuery, recall
+from guardian_app.recall.index import index_status, index_workspace
+from guardian_app.recall.recall import MAX_K, MODES, InvalidRecallQuery, recall
 
 
 class Command(BaseCommand):
@@ -140,7 +140,7 @@ class Command(BaseCommand):
             "--dataset",
             action="append",
             choices=["longmemeval-s", "longmemeval-s-transcripts", "seed-corpus"],
-            help="Data set(s) to run (default: both). See guardian_app/recall_eval.py.",
+            help="Data set(s) to run (default: both). See guardian_app/recall/recall_eval.py.",
         )
         parser.add_argument("--mode", choices=MODES, default="auto", help="Recall mode (default: the defaults).")
         parser.add_argument("--split", choices=["tune", "heldout"], help="Only this split of the seed corpus.")
@@ -153,7 +153,7 @@ class Command(BaseCommand):
         from django.db import transaction
         from django.test.utils import override_settings
 
-        from guardian_app.recall_eval import DATASETS, evaluate, format_table
+        from guardian_app.recall.recall_eval import DATASETS, evaluate, format_table
 
         results = []
         for name in options["dataset"] or list(DATASETS):
@@ -223,8 +223,8 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(f"  left out {item.get('source')}: {item.get('reason')}"))
 
     def handle_reflect(self, options: dict[str, Any]) -> None:
-        from guardian_app.checkpoints import CheckpointBusy
-        from guardian_app.reflect import InvalidReflectRequest, execute_run, resume_interrupted, start_run
+        from guardian_app.reflect.checkpoints import CheckpointBusy
+        from guardian_app.reflect.reflect import InvalidReflectRequest, execute_run, resume_interrupted, start_run
 
         progress = self._progress_bar(options, "reflect")
         try:
@@ -246,7 +246,7 @@ class Command(BaseCommand):
         finally:
             progress.close()
         if options["json"]:
-            from guardian_app.reflect import run_as_dict
+            from guardian_app.reflect.reflect import run_as_dict
 
             self.stdout.write(json.dumps(run_as_dict(run), default=str, indent=2, ensure_ascii=False))
             return
@@ -258,7 +258,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print the files written as JSON.")
 
     def handle_project(self, options: dict[str, Any]) -> None:
-        from guardian_app.projection import project
+        from guardian_app.reflect.projection import project
 
         projection = project(day=_parse_day(options["date"]))
         if options["json"]:
@@ -286,7 +286,7 @@ class Command(BaseCommand):
     def handle_report(self, options: dict[str, Any]) -> None:
         from django.conf import settings
 
-        from guardian_app.reports import daily_report, queue_delivery, render_markdown
+        from guardian_app.reflect.reports import daily_report, queue_delivery, render_markdown
 
         report = daily_report(_parse_day(options["date"]))
         if options["json"]:
@@ -316,7 +316,7 @@ class Command(BaseCommand):
 
         from django.conf import settings
 
-        from guardian_app.memory_eval import load_corpus, replay
+        from guardian_app.write.memory_eval import load_corpus, replay
 
         corpus = Path(options["corpus"] or Path(settings.BASE_DIR) / "tests/fixtures/memory_eval/conversations.jsonl")
         try:

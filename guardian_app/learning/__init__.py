@@ -1,0 +1,1 @@
+"""Learning from feedback: guardrails, decay of learned rules, rate limits."""

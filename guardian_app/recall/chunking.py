@@ -1,0 +1,285 @@
+"""Markdown -> chunks with exact line numbers, and the tokens the full-text index stores for them.
+
+Chunking follows the Markdown structure, with seed 003's defaults as the size limit (about 512 tokens,
+50 tokens of overlap; ``RECALL_CHUNK_TOKENS`` / ``RECALL_CHUNK_OVERLAP``):
+
+* A list item (with its continuation lines and nested items) is one fact and one chunk: the memory files
+  are bullet lists that the guardian appends to, and an agent wants a fact with its line, not a page.
+  Items in a ``## Retain`` section are parsed into typed facts (``guardian_app.recall.retain``).
+* Other text (paragraphs, tables, code blocks) of one heading section is packed into chunks of at most the
+  token limit, cut between blocks where possible and between lines otherwise, each new chunk starting with
+  the last lines (up to the overlap) of the one before.
+* Headings start a new section; their text is each chunk's ``heading`` (search context), not chunk text.
+
+Tokens are estimated (a CJK character is one token, other text four characters a token): close enough
+for a size limit, and no tokenizer model to download.
+
+Chinese, Japanese and Korean text has no spaces between words, so ``search_tokens`` writes each CJK run as
+its characters and their bigrams (a character n-gram column) into the text that the database indexes; a
+query uses the bigrams (or the single character). The same tokens feed SQLite FTS5 and PostgreSQL's
+tsvector, so both databases find the same chunks; FTS5's trigram tokenizer, the alternative, cannot match
+the two-character words that most Chinese words are, has no PostgreSQL counterpart, and ranks English
+words by their trigrams.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from guardian_app.recall.retain import is_retain_heading, mentioned_entities, parse_retain_bullet
+
+CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
+# A CJK run, or a run of letters and digits (underscore and punctuation split words, as FTS5's unicode61 does).
+WORD = re.compile(rf"[{CJK_RANGES}]+|[^\W_{CJK_RANGES}]+")
+MAX_TOKEN_CHARS = 64
+
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})(?:\s+(.*?))?\s*$")
+_FENCE = re.compile(r"^(\s{0,3})(`{3,}|~{3,})")
+_LIST_ITEM = re.compile(r"^(\s{0,3})([-*+]|\d{1,9}[.)])(\s+|$)")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    start_line: int  # 1-based, inclusive
+    end_line: int  # 1-based, inclusive
+    text: str  # exactly the file's lines start_line..end_line
+    heading: str = ""  # "Section › Subsection"
+    kind: str | None = None  # world | experience | opinion | observation (Retain bullets)
+    entities: tuple[str, ...] = ()
+    confidence: float | None = None
+    content: str = ""  # the fact without its "- W @Peter:" prefix (Retain bullets); else the text
+
+
+@dataclass
+class _Block:
+    kind: str  # "item" | "prose"
+    start: int  # 0-based, inclusive
+    end: int  # 0-based, inclusive
+    heading: tuple[str, ...]
+    in_retain: bool
+    lines: list[str] = field(default_factory=list)
+
+
+def is_cjk(char: str) -> bool:
+    return _CJK_CHAR.match(char) is not None
+
+
+def estimate_tokens(text: str) -> int:
+    cjk = len(_CJK_CHAR.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+def search_tokens(text: str) -> list[str]:
+    """The words the full-text index stores: lower-cased words; CJK runs as characters plus bigrams.
+
+    NFKC first, so full-width ``ＳＴＡＧＩＮＧ`` and ``staging`` are the same word.
+    """
+    out: list[str] = []
+    for match in WORD.finditer(unicodedata.normalize("NFKC", text)):
+        word = match.group()
+        if is_cjk(word[0]):
+            out.extend(word)
+            out.extend(word[i : i + 2] for i in range(len(word) - 1))
+        else:
+            out.append(word[:MAX_TOKEN_CHARS].lower())
+    return out
+
+
+def search_text(text: str) -> str:
+    return " ".join(search_tokens(text))
+
+
+def _indent(line: str) -> int:
+    expanded = line.expandtabs(4)
+    return len(expanded) - len(expanded.lstrip(" "))
+
+
+def _heading_text(raw: str | None) -> str:
+    return re.sub(r"\s+#+\s*$", "", raw or "").strip()
+
+
+def _blocks(lines: list[str]) -> Iterator[_Block]:
+    """Split the lines into list items and prose blocks, tracking the heading path and the Retain section."""
+    stack: list[tuple[int, str]] = []
+    retain_level: int | None = None
+    n = len(lines)
+    i = 0
+
+    def block(kind: str, start: int, end: int) -> _Block:
+        while end > start and not lines[end].strip():
+            end -= 1
+        return _Block(
+            kind, start, end, tuple(t for _, t in stack if t), retain_level is not None, lines[start : end + 1]
+        )
+
+    # YAML front matter.
+    if n and lines[0].strip() == "---":
+        for j in range(1, min(n, 200)):
+            if lines[j].strip() in ("---", "..."):
+                yield block("prose", 0, j)
+                i = j + 1
+                break
+
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        fence = _FENCE.match(line)
+        if fence:
+            marker = fence.group(2)
+            closing = re.compile(rf"^\s{{0,3}}{re.escape(marker[0])}{{{len(marker)},}}\s*$")
+            j = i + 1
+            while j < n and not closing.match(lines[j]):
+                j += 1
+            end = min(j, n - 1)
+            yield block("prose", i, end)
+            i = end + 1
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            level = len(heading.group(1))
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, _heading_text(heading.group(2))))
+            if is_retain_heading(line):
+                retain_level = level
+            elif retain_level is not None and level <= retain_level:
+                retain_level = None
+            i += 1
+            continue
+        item = _LIST_ITEM.match(line)
+        if item:
+            content_indent = max(2, len(item.group(1)) + len(item.group(2)) + 1)
+            j = i + 1
+            while j < n:
+                current = lines[j]
+                if not current.strip():
+                    k = j
+                    while k < n and not lines[k].strip():
+                        k += 1
+                    if k < n and _indent(lines[k]) >= content_indent:
+                        j = k
+                        continue
+                    break
+                if _indent(current) >= content_indent:
+                    j += 1
+                    continue
+                if _LIST_ITEM.match(current) or _HEADING.match(current) or _FENCE.match(current):
+                    break
+                j += 1  # A lazy continuation line of the item's paragraph.
+            yield block("item", i, j - 1)
+            i = j
+            continue
+        j = i + 1
+        while (
+            j < n
+            and lines[j].strip()
+            and not (_HEADING.match(lines[j]) or _FENCE.match(lines[j]) or _LIST_ITEM.match(lines[j]))
+        ):
+            j += 1
+        yield block("prose", i, j - 1)
+        i = j
+
+
+class _Packer:
+    """Packs numbered lines into chunks of at most ``max_tokens``, carrying ``overlap`` tokens of lines over."""
+
+    def __init__(self, max_tokens: int, overlap: int):
+        self.max_tokens = max(1, max_tokens)
+        self.overlap = max(0, min(overlap, self.max_tokens // 2))
+        self.current: list[tuple[int, str, int]] = []  # (0-based line, text, tokens)
+        self.tokens = 0
+        self.ranges: list[tuple[int, int]] = []
+
+    def cut(self) -> None:
+        if not self.current:
+            return
+        self.ranges.append((self.current[0][0], self.current[-1][0]))
+        keep: list[tuple[int, str, int]] = []
+        kept = 0
+        for entry in reversed(self.current):
+            if kept + entry[2] > self.overlap:
+                break
+            keep.insert(0, entry)
+            kept += entry[2]
+        self.current, self.tokens = keep, kept
+
+    def add_block(self, start: int, lines: list[str]) -> None:
+        sized = [(start + offset, text, estimate_tokens(text)) for offset, text in enumerate(lines) if text.strip()]
+        block_tokens = sum(t for _, _, t in sized)
+        if self.current and block_tokens <= self.max_tokens and self.tokens + block_tokens > self.max_tokens:
+            self.cut()  # Cut between blocks rather than inside one.
+        for entry in sized:
+            if self.current and self.tokens + entry[2] > self.max_tokens:
+                self.cut()
+            self.current.append(entry)
+            self.tokens += entry[2]
+
+    def finish(self) -> list[tuple[int, int]]:
+        if self.current:
+            self.ranges.append((self.current[0][0], self.current[-1][0]))
+        ranges, self.ranges, self.current, self.tokens = self.ranges, [], [], 0
+        # An overlap can leave a last chunk that lies wholly inside the one before it.
+        return [r for i, r in enumerate(ranges) if i == 0 or r[1] > ranges[i - 1][1]]
+
+
+def chunk_markdown(text: str, *, max_tokens: int = 512, overlap: int = 50) -> list[Chunk]:
+    """Chunks of a Markdown text, in file order, each with its exact 1-based line range."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    chunks: list[Chunk] = []
+    packer = _Packer(max_tokens, overlap)
+    group_heading: tuple[str, ...] | None = None
+
+    def flush() -> None:
+        for start, end in packer.finish():
+            body = "\n".join(lines[start : end + 1])
+            chunks.append(
+                Chunk(
+                    start + 1,
+                    end + 1,
+                    body,
+                    heading=" › ".join(group_heading or ()),
+                    entities=tuple(mentioned_entities(body)),
+                    content=body,
+                )
+            )
+
+    for block in _blocks(lines):
+        if block.kind == "prose":
+            if group_heading is not None and block.heading != group_heading:
+                flush()
+            group_heading = block.heading
+            packer.add_block(block.start, block.lines)
+            continue
+        flush()
+        group_heading = None
+        body = "\n".join(block.lines)
+        fact = parse_retain_bullet(body) if block.in_retain else None
+        if estimate_tokens(body) <= max_tokens:
+            pieces = [(block.start, block.end)]
+        else:
+            item_packer = _Packer(max_tokens, overlap)
+            item_packer.add_block(block.start, block.lines)
+            pieces = item_packer.finish()
+        for start, end in pieces:
+            piece = "\n".join(lines[start : end + 1])
+            chunks.append(
+                Chunk(
+                    start + 1,
+                    end + 1,
+                    piece,
+                    heading=" › ".join(block.heading),
+                    kind=fact.kind if fact else None,
+                    entities=tuple(fact.entities if fact else mentioned_entities(piece)),
+                    confidence=fact.confidence if fact else None,
+                    content=fact.content if fact and len(pieces) == 1 else piece,
+                )
+            )
+    flush()
+    return chunks

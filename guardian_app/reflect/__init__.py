@@ -1,0 +1,1 @@
+"""Reflect: facts, opinions, entity pages, projection, reports and skills, with resumable checkpoints."""

@@ -1,0 +1,121 @@
+"""Behaviour corrections: an operator marks an audit as wrong and gives the right outcome.
+
+With ``apply_to_future`` the correction's ``correction_pattern`` (the operator's, or one derived from the
+fact) is included in the gate and guardian prompts from then on, and the offline gate and guardian honour
+it: a fact matching a ``refused`` pattern is refused. Corrections are what the dataset learns from.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db import transaction
+
+from guardian_app.errors import InvalidCorrection, UnknownFile
+from guardian_app.models import BehaviorCorrection, Rollback, WriteGuardianAudit
+from guardian_app.write import workspace
+from guardian_app.write.heuristic_guardian import fold
+from sessions_app.heuristic_gate import correction_pattern_problem
+
+CORRECTED_STATUSES = ("written", "refused")
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
+_WORD = re.compile(r"[^\W\d_][\w'-]*", re.UNICODE)
+# Words that say how a fact is phrased rather than what it is about.
+_GENERIC = frozenset(
+    """the a an and or but of to in on at for with by from as is are was were be been it its this that
+    user user's users agent agent's assistant they their them he she his her i me my we our you your
+    likes like prefers prefer wants want loves love hates hate enjoys enjoy needs need uses use has have
+    had always never usually often sometimes really very should would could will can must not no does do
+    remember remembers note notes""".split()
+)
+
+
+def derive_pattern(text: str, *, max_words: int = 3) -> str:
+    """A pattern for ``sessions_app.heuristic_gate.matches_correction_pattern`` from a fact: its most
+    specific words (all must occur in a later fact for it to match), or its CJK runs."""
+    cjk = _CJK_RUN.findall(text or "")
+    if cjk:
+        return " ".join(sorted(cjk, key=len, reverse=True)[:2])
+    words: list[str] = []
+    for word in _WORD.findall(fold(text)):
+        word = word.strip("'-")
+        if len(word) < 3 or word in _GENERIC or word in words:
+            continue
+        words.append(word)
+    # The longest words are usually the most specific; keep the fact's order among them.
+    chosen = set(sorted(words, key=len, reverse=True)[:max_words])
+    return " ".join(w for w in words if w in chosen)
+
+
+def _target_file(target_file: str) -> str:
+    """The memory file a correction names; InvalidCorrection (422) for a bank page or an unknown name."""
+    try:
+        name = workspace.canonical_name(target_file)
+    except UnknownFile as exc:
+        raise InvalidCorrection(exc.message, details={"field": "target_file"}) from exc
+    if name.startswith(("bank/", "memory/")):
+        raise InvalidCorrection(
+            f"target_file {name!r} is a daily log or one of reflect's bank pages, which reflect writes from its "
+            "own facts; "
+            "a correction names a memory file.",
+            details={"field": "target_file"},
+        )
+    return name
+
+
+def correct_audit(
+    audit: WriteGuardianAudit,
+    *,
+    status: str,
+    reason: str,
+    corrected_by: str,
+    candidate_fact: str | None = None,
+    target_file: str | None = None,
+    apply_to_future: bool = False,
+    pattern: str | None = None,
+) -> BehaviorCorrection:
+    """Record the right outcome for ``audit``; with ``apply_to_future`` its pattern steers later runs.
+
+    Raises InvalidCorrection (422): a status other than written/refused, no reason, no pattern derivable,
+    a pattern that can never match or that RE2 refuses (``/(?=x)/``), a target file that is not a memory
+    file (a bank page is reflect's, written from its own facts, and the database refuses it as a target).
+    """
+    status = (status or "").strip().lower()
+    if status not in CORRECTED_STATUSES:
+        raise InvalidCorrection(f"status must be 'written' or 'refused', not {status!r}.")
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidCorrection("Give a reason for the correction.")
+    corrected_by = (corrected_by or "").strip()
+    if not corrected_by:
+        raise InvalidCorrection("Say who made the correction (corrected_by).")
+    name = _target_file(target_file) if target_file else None
+    fact = (candidate_fact or "").strip() or None
+    pattern = (pattern or "").strip() or None
+    if apply_to_future and pattern is None:
+        pattern = derive_pattern(audit.candidate_fact) or derive_pattern(fact or "") or None
+        if pattern is None:
+            raise InvalidCorrection("No pattern can be derived from this fact; give correction_pattern.")
+    problem = correction_pattern_problem(pattern) if pattern is not None else None
+    if problem is not None:
+        raise InvalidCorrection(
+            f"correction_pattern cannot be used: {problem}.", details={"field": "correction_pattern"}
+        )
+    original_status = audit.status
+    if original_status == WriteGuardianAudit.Status.ROLLED_BACK:
+        rollback = Rollback.objects.filter(audit=audit).first()
+        original_status = rollback.previous_status if rollback else WriteGuardianAudit.Status.WRITTEN
+    with transaction.atomic():
+        return BehaviorCorrection.objects.create(
+            audit=audit,
+            original_status=original_status,
+            original_candidate_fact=audit.candidate_fact,
+            original_target_file=audit.target_file,
+            corrected_status=status,
+            corrected_candidate_fact=fact,
+            corrected_target_file=name,
+            correction_reason=reason,
+            apply_to_future=apply_to_future,
+            correction_pattern=pattern,
+            corrected_by=corrected_by,
+        )

@@ -1,0 +1,417 @@
+"""The offline write guardian (``heuristic-guardian-v1``), used when no LLM is configured.
+
+It answers what the LLM guardian answers, ``{action, reason, edits}``, by rules a person can predict:
+
+1. refuse an empty fact, one that carries a secret or personal data, and one matching an operator's
+   correction that says such facts are refused;
+2. refuse a duplicate of a line already in the file (normalised fingerprint);
+3. replace the line a fact supersedes: a new value for an attribute the file already states (home, employer,
+   diet, editor, manager, schedule…) or its negation ("no longer", "不再") (``guardian_app.write.supersede``);
+4. refuse a near-duplicate (word-set similarity ≥ ``GUARDIAN_NEAR_DUPLICATE_THRESHOLD``, or the fact's
+   words all contained in one line) or a paraphrase (WordLlama similarity ≥ ``GUARDIAN_PARAPHRASE_THRESHOLD``
+   naming nothing new, ``guardian_app.write.similarity``);
+5. refuse a vague fact (fewer than two content words, a bare question, "something", "stuff" …) unless
+   a correction says facts like it are written;
+6. otherwise append ``- fact`` under the section heading that fits it best (an existing heading sharing
+   its words, else the file's default section for the fact's kind), creating the heading if needed.
+
+``instruction_like(text)`` is the memory-poisoning check the guardian runs before either guardian.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+
+from guardian_app.write.supersede import attribute, restated_line, superseded_lines
+from reflection_site.poisoning import hold_reason
+
+MODEL_NAME = "heuristic-guardian-v1"
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK_RE = re.compile(f"[{_CJK}]")
+_WORD_RE = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
+_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+
+_STOPWORDS = frozenset(
+    """a an the and or but of to in on at for with by from as is are was were be been being am it its this
+    that these those there here their they them he she his her him i me my we our us you your user user's
+    users agent agent's assistant has have had do does did so very really just also too not no yes
+    will would can could should shall may might must than then into onto about over under up down out
+    off again more most some any each all both few such own same only which who whom whose what when
+    where why how if while because until""".split()
+)
+_VAGUE_WORDS = frozenset(
+    "something stuff things thing somewhat whatever anything everything someone somebody etc misc various".split()
+)
+
+
+@dataclass(frozen=True)
+class GuardianCorrection:
+    """An operator's correction as the guardian sees it (from ``BehaviorCorrection.objects.for_prompt()``)."""
+
+    pattern: str
+    corrected_status: str  # "written" | "refused"
+    reason: str = ""
+    correction_id: str = ""
+    corrected_target_file: str | None = None
+
+
+@dataclass(frozen=True)
+class GuardianVerdict:
+    action: str  # "write" | "refuse"
+    reason: str
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    correction_id: str | None = None
+
+    def as_reply(self) -> dict[str, Any]:
+        """The verdict in the LLM guardian's reply shape."""
+        return {"action": self.action, "reason": self.reason, "edits": list(self.edits)}
+
+
+# --- Text helpers --------------------------------------------------------------------------------
+def one_line(fact: str) -> str:
+    """A fact as one Markdown bullet's text: whitespace collapsed (a fact cannot start a heading)."""
+    text = " ".join((fact or "").split())
+    return _BULLET_RE.sub("", text, count=1).strip()
+
+
+def fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text or "").casefold()
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Content words (stemmed, stopwords dropped) and CJK character bigrams."""
+    out: list[str] = []
+    for word in _WORD_RE.findall(fold(text)):
+        if _CJK_RE.match(word):
+            out.extend(word[i : i + 2] for i in range(max(1, len(word) - 1)))
+        elif word not in _STOPWORDS:
+            out.append(_stem(word))
+    return out
+
+
+def fingerprint(text: str) -> str:
+    """The normalised text: case, width, punctuation, bullet marks and whitespace do not matter."""
+    words = _WORD_RE.findall(fold(one_line(text)))
+    for subject in (["the", "user"], ["user"], ["the", "agent"], ["用户"]):  # "The user prefers X" == "Prefers X"
+        if words[: len(subject)] == subject:
+            words = words[len(subject) :]
+            break
+    return " ".join(words)
+
+
+def _lines_of_content(content: str) -> Iterable[str]:
+    for line in (content or "").splitlines():
+        if not line.strip() or _HEADING_RE.match(line):
+            continue
+        yield _BULLET_RE.sub("", line).strip()
+
+
+@lru_cache(maxsize=50_000)
+def _signature(line: str) -> tuple[str, frozenset[str]]:
+    """A line's fingerprint and word set, cached: the same file's lines are checked on every write."""
+    return fingerprint(line), frozenset(tokens(line))
+
+
+def find_duplicate(fact: str, content: str, *, threshold: float | None = None) -> tuple[str, str] | None:
+    """(kind, line) of the line in ``content`` that ``fact`` duplicates, or None.
+
+    kind is "duplicate" (same fingerprint) or "near-duplicate" (word-set similarity at least the
+    threshold, or every content word of the fact already in one line).
+    """
+    limit = settings.GUARDIAN_NEAR_DUPLICATE_THRESHOLD if threshold is None else threshold
+    fact_print = fingerprint(fact)
+    fact_tokens = set(tokens(fact))
+    for line in _lines_of_content(content):
+        line_print, line_tokens = _signature(line)
+        if line_print == fact_print and fact_print:
+            return "duplicate", line
+        if not fact_tokens or not line_tokens:
+            continue
+        overlap = len(fact_tokens & line_tokens)
+        if overlap / len(fact_tokens | line_tokens) >= limit:
+            return "near-duplicate", line
+        if len(fact_tokens) >= 2 and fact_tokens <= line_tokens:
+            return "near-duplicate", line
+    return None
+
+
+def vague_reason(fact: str) -> str | None:
+    """Why the fact is too vague to remember, or None."""
+    text = one_line(fact)
+    words = tokens(text)
+    cjk = sum(1 for ch in text if _CJK_RE.match(ch))
+    if text.endswith(("?", "？")):
+        return "a question, not a fact"
+    if cjk:
+        if cjk < 4:
+            return "too short to stand on its own"
+    elif len(words) < 2:
+        return "too vague: fewer than two content words"
+    raw_words = {w for w in _WORD_RE.findall(fold(text))}
+    if raw_words & _VAGUE_WORDS and len(words) < 4:
+        return "too vague: says 'something' rather than what"
+    return None
+
+
+# --- Memory poisoning ----------------------------------------------------------------------------
+def instruction_like(text: str) -> str | None:
+    """Why ``text`` reads as an instruction to the agent rather than a fact, or None.
+
+    Memory poisoning (injecting instructions into an agent's long-term memory so that they run in
+    later conversations) is a published attack: such facts are held for a person, never written.
+    The classes it recognises are in ``reflection_site.poisoning``.
+    """
+    return hold_reason(text)
+
+
+# --- Sections ------------------------------------------------------------------------------------
+# file -> [(section, words that point to it)], the first being the file's default section.
+_SECTIONS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
+    "USER.md": [
+        ("Notes", ()),
+        (
+            "Preferences",
+            (
+                "prefer",
+                "like",
+                "love",
+                "enjoy",
+                "hate",
+                "dislike",
+                "favourite",
+                "favorite",
+                "want",
+                "rather",
+                "喜欢",
+                "偏好",
+                "讨厌",
+                "爱",
+            ),
+        ),
+        (
+            "Schedule",
+            (
+                "monday",
+                "tuesday",
+                "wednesday",
+                "thursday",
+                "friday",
+                "saturday",
+                "sunday",
+                "daily",
+                "weekly",
+                "every",
+                "morning",
+                "evening",
+                "am",
+                "pm",
+                "每天",
+                "每周",
+                "周一",
+                "周五",
+                "早上",
+                "晚上",
+            ),
+        ),
+        (
+            "Profile",
+            (
+                "name",
+                "called",
+                "live",
+                "lives",
+                "born",
+                "age",
+                "work",
+                "works",
+                "job",
+                "engineer",
+                "from",
+                "speak",
+                "speaks",
+                "family",
+                "wife",
+                "husband",
+                "daughter",
+                "son",
+                "叫",
+                "住",
+                "工作",
+                "名字",
+            ),
+        ),
+    ],
+    "MEMORY.md": [
+        ("Notes", ()),
+        (
+            "Projects",
+            (
+                "project",
+                "repo",
+                "repository",
+                "release",
+                "deadline",
+                "milestone",
+                "launch",
+                "migration",
+                "项目",
+                "发布",
+            ),
+        ),
+        ("Decisions", ("decided", "decision", "agreed", "chose", "决定")),
+        ("Events", ("meeting", "trip", "appointment", "birthday", "anniversary", "会议", "生日")),
+    ],
+    "SOUL.md": [
+        ("Guidelines", ()),
+        (
+            "Tone",
+            ("tone", "concise", "brief", "formal", "casual", "friendly", "polite", "emoji", "verbose", "简洁", "语气"),
+        ),
+        ("Boundaries", ("never", "avoid", "don't", "dont", "must not", "不要", "禁止")),
+    ],
+    "IDENTITY.md": [("Identity", ())],
+    "TOOLS.md": [
+        ("Tools", ()),
+        ("Commands", ("command", "run", "make", "script", "cli", "命令")),
+        (
+            "Services",
+            ("api", "url", "http", "https", "endpoint", "server", "service", "host", "staging", "production", "服务"),
+        ),
+    ],
+}
+
+
+def headings(content: str) -> list[str]:
+    return [m.group(2) for line in (content or "").splitlines() if (m := _HEADING_RE.match(line))]
+
+
+def _cue_matches(cue: str, words: set[str], folded: str) -> bool:
+    if not cue.isascii():
+        return cue in folded
+    if " " in cue or "'" in cue:
+        return cue in folded
+    # "prefer" matches prefers, preferred; "like" likes, liked.
+    return any(w == cue or (w.startswith(cue) and len(w) - len(cue) <= 3 and len(cue) > 2) for w in words)
+
+
+def choose_section(fact: str, content: str, target_file: str) -> str:
+    """The heading to append under: an existing heading sharing words with the fact, else the file's
+    section for the fact's kind (existing or to be created)."""
+    fact_tokens = set(tokens(fact))
+    fact_words = set(_WORD_RE.findall(fold(fact)))
+    existing = headings(content)
+    best, best_score = None, 0
+    for heading in existing:
+        score = len(fact_tokens & set(tokens(heading)))
+        if score > best_score:
+            best, best_score = heading, score
+    if best is not None:
+        return best
+    sections = _SECTIONS.get(target_file) or [("Notes", ())]
+    folded = fold(fact)
+    chosen = sections[0][0]
+    for section, cues in sections[1:]:
+        if any(_cue_matches(cue, fact_words, folded) for cue in cues):
+            chosen = section
+            break
+    for heading in existing:  # Reuse the file's spelling of the heading.
+        if fold(heading) == fold(chosen):
+            return heading
+    return chosen
+
+
+# --- The verdict ---------------------------------------------------------------------------------
+def review_fact(
+    fact: str,
+    content: str | None,
+    *,
+    target_file: str,
+    corrections: Sequence[GuardianCorrection] = (),
+) -> GuardianVerdict:
+    """Decide, without an LLM, whether ``fact`` goes into ``target_file`` (whose text is ``content``)."""
+    from reflection_site.privacy import contains_pii, contains_secret
+    from sessions_app.heuristic_gate import matches_correction_pattern
+
+    text = one_line(fact)
+    content = content or ""
+    if not text:
+        return GuardianVerdict("refuse", "empty fact")
+    if contains_secret(text):
+        return GuardianVerdict(
+            "refuse", "the fact carries a secret (a key, token or password); secrets are never written"
+        )
+    if contains_pii(text):
+        return GuardianVerdict("refuse", "the fact carries personal data (an e-mail, phone, card, IP or IBAN)")
+    allowed_by: GuardianCorrection | None = None
+    for correction in corrections:
+        if not correction.pattern or not matches_correction_pattern(correction.pattern, text):
+            continue
+        if correction.corrected_status == "refused":
+            why = f": {correction.reason}" if correction.reason else ""
+            return GuardianVerdict(
+                "refuse",
+                f"matches operator correction {correction.correction_id or correction.pattern!r}{why}",
+                correction_id=correction.correction_id or None,
+            )
+        if correction.corrected_status == "written" and allowed_by is None:
+            allowed_by = correction
+    duplicate = find_duplicate(text, content)
+    if duplicate is not None and duplicate[0] == "duplicate":
+        return GuardianVerdict("refuse", f"duplicate of an existing line: {duplicate[1][:200]}")
+    # A new value for an attribute the file states (home, employer, diet, editor, manager, schedule…) or a
+    # negation of it replaces the old line; the old value stays in the file's history.
+    restated = restated_line(text, content)
+    if restated is not None:
+        return GuardianVerdict("refuse", f"the file already says this in other words: {restated.strip()[:200]}")
+    stale = [line for line in superseded_lines(text, content) if content.count(line) == 1]
+    if stale:
+        edits = [{"op": "replace", "find": stale[0], "text": f"- {text}"}]
+        edits += [{"op": "delete", "find": line} for line in stale[1:]]
+        shown = "; ".join(_BULLET_RE.sub("", line).strip()[:120] for line in stale)
+        return GuardianVerdict(
+            "write",
+            f"supersedes what the file said before ({shown}); the old line is replaced, its text kept in history",
+            edits,
+            correction_id=allowed_by.correction_id if allowed_by else None,
+        )
+    if duplicate is not None:
+        kind, line = duplicate
+        return GuardianVerdict("refuse", f"{kind} of an existing line: {line[:200]}")
+    from guardian_app.write.similarity import find_paraphrase
+
+    paraphrased = find_paraphrase(text, _lines_of_content(content))
+    if paraphrased is not None:
+        return GuardianVerdict(
+            "refuse", f"a paraphrase of an existing line (WordLlama similarity): {paraphrased[:200]}"
+        )
+    vague = vague_reason(text)
+    if vague is not None and attribute(text) is not None:
+        vague = None  # "Is vegetarian.": one word, but the value of an attribute (diet, home, employer…).
+    if vague is not None and allowed_by is None:
+        return GuardianVerdict("refuse", vague)
+    section = choose_section(text, content, target_file)
+    reason = f"new fact appended under '{section}'"
+    if vague is not None and allowed_by is not None:
+        reason += f" (operator correction {allowed_by.correction_id or allowed_by.pattern!r} allows it)"
+    return GuardianVerdict(
+        "write",
+        reason,
+        [{"op": "append", "section": section, "text": f"- {text}"}],
+        correction_id=allowed_by.correction_id if allowed_by else None,
+    )

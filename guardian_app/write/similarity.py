@@ -1,0 +1,108 @@
+"""How alike two facts are, offline: the near-duplicate check that keeps one fact once.
+
+Two measures, both offline and deterministic:
+
+* ``lexical`` — word-set overlap (Jaccard over stemmed content words and CJK bigrams, from
+  ``heuristic_guardian.tokens``), the guardian's check before issue 21;
+* ``semantic`` — cosine of WordLlama sentence vectors (``guardian_app.recall.embeddings.load_local_embedder``: the
+  16 MB weights ship inside the ``wordllama`` wheel, nothing is downloaded), which also sees "keep it brief"
+  and "prefers short answers" as one fact.
+
+``is_paraphrase`` combines them as measured on ``tests/fixtures/memory_eval/paraphrase_pairs.jsonl``
+(thresholds chosen on its dev split, figures for its held-out split in QUALITY.md): a pair is the same fact
+when the semantic similarity reaches ``GUARDIAN_PARAPHRASE_THRESHOLD`` and the fact names nothing
+specific (a number, a name, a place, a CJK word) that the stored line lacks, or when the lexical
+similarity reaches ``GUARDIAN_NEAR_DUPLICATE_THRESHOLD``. The guard on specifics is what keeps "Likes green
+tea" and "Likes black coffee" apart, which word vectors alone place close together.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+import numpy as np
+from django.conf import settings
+
+from guardian_app.write.heuristic_guardian import fold, tokens
+
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+# A word with a digit (a number, a date, an id: "21", "m0x0"), a capitalised word inside the sentence (a name, a
+# place), a domain, a code span.
+_SPECIFIC = re.compile(r"[\w-]*\d[\w-]*|(?<=[\w,;:] )[A-Z][\w'-]+|[\w.-]+\.[a-z]{2,}\b|`[^`]+`")
+_WORD = re.compile(r"[\w.-]+|`[^`]+`")
+
+
+def lexical(a: str, b: str) -> float:
+    """Jaccard overlap of the two facts' content words (0..1)."""
+    ta, tb = set(tokens(a)), set(tokens(b))
+    if not ta or not tb:
+        return 0.0
+    return len(ta & tb) / len(ta | tb)
+
+
+@lru_cache(maxsize=20_000)
+def _vector(text: str) -> np.ndarray:
+    from guardian_app.recall.embeddings import load_local_embedder
+
+    return load_local_embedder().embed([text])[0]
+
+
+def vectors(texts: Iterable[str]) -> np.ndarray:
+    """Unit vectors for ``texts`` (cached per text: a file's lines are compared on every write)."""
+    return np.stack([_vector(text) for text in texts])
+
+
+def semantic(a: str, b: str) -> float:
+    """Cosine of the two facts' WordLlama vectors (-1..1)."""
+    return float(_vector(a) @ _vector(b))
+
+
+def specifics(text: str) -> set[str]:
+    """What a fact names in particular: numbers, capitalised names, domains, code, CJK words (as bigrams)."""
+    found = {fold(m.group()).strip("`") for m in _SPECIFIC.finditer(text)}
+    for run in _CJK_RUN.findall(text):
+        found.update(run[i : i + 2] for i in range(max(1, len(run) - 1)))
+    return found
+
+
+def new_specifics(fact: str, stored: str) -> set[str]:
+    """Specifics of ``fact`` the stored line does not have (CJK bigrams only count when most are new)."""
+    stored_words = specifics(stored) | {fold(w).strip("`") for w in _WORD.findall(stored)}
+    missing = {s for s in specifics(fact) if s not in stored_words and not _CJK_RUN.fullmatch(s)}
+    missing |= {s for s in specifics(fact) if _CJK_RUN.fullmatch(s) and s not in fold(stored)}
+    cjk = [s for s in specifics(fact) if _CJK_RUN.fullmatch(s)]
+    cjk_missing = [s for s in cjk if s in missing]
+    if cjk and len(cjk_missing) <= len(cjk) // 2:
+        missing -= set(cjk_missing)  # A Chinese paraphrase reorders characters; only a new noun counts.
+    return missing
+
+
+def semantic_available() -> bool:
+    """Whether the WordLlama model loads here (once per process); without it only the lexical check runs."""
+    from guardian_app.recall.embeddings import local_embedder_available
+
+    return local_embedder_available()
+
+
+def find_paraphrase(fact: str, lines: Iterable[str]) -> str | None:
+    """The first stored line that ``fact`` paraphrases (semantic check only; the lexical one runs before)."""
+    limit = settings.GUARDIAN_PARAPHRASE_THRESHOLD
+    if limit > 1 or not semantic_available():
+        return None
+    for line in lines:
+        if semantic(fact, line) >= limit and not new_specifics(fact, line):
+            return line
+    return None
+
+
+def is_paraphrase(fact: str, stored: str, *, semantic_threshold: float | None = None) -> bool:
+    """Whether ``fact`` says what ``stored`` already says (see the module docstring)."""
+    lexical_threshold = settings.GUARDIAN_NEAR_DUPLICATE_THRESHOLD
+    limit = settings.GUARDIAN_PARAPHRASE_THRESHOLD if semantic_threshold is None else semantic_threshold
+    if lexical(fact, stored) >= lexical_threshold:
+        return True
+    if limit > 1:
+        return False  # Semantic matching switched off.
+    return semantic(fact, stored) >= limit and not new_specifics(fact, stored)
