@@ -151,6 +151,55 @@ def _usage(completion: dict[str, Any]) -> tuple[int | None, int | None]:
     return tokens("prompt_tokens"), tokens("completion_tokens")
 
 
+class _JsonModeRejected(Exception):
+    """The server refused ``response_format``: ask again without it (not counted as an attempt)."""
+
+
+def _post(sdk: openai.OpenAI, body: dict[str, Any], attempt: int, attempts_allowed: int) -> tuple[str, dict[str, Any]]:
+    """One request: ``(raw body, completion)``. Raises LLMTransientError or LLMUnparseable for what another
+    attempt may cure, LLMError for what it would not, _JsonModeRejected when JSON mode is refused."""
+    raw = ""
+    try:
+        # The SDK's own HTTP client, errors and headers, but the body goes out as built here and the reply
+        # comes back as text: the typed create() deep-copies the messages into TypedDicts and the reply into
+        # pydantic models: 2.7 ms of CPU a call instead of 1.0 (BENCHMARKS.md, memory gate).
+        raw = sdk.post("/chat/completions", body=body, cast_to=str)
+        return raw, _completion(raw)
+    except openai.APITimeoutError as exc:
+        logger.warning("LLM attempt %d/%d: timeout: %s", attempt, attempts_allowed, exc)
+        raise LLMTransientError(f"LLM timed out after {settings.LLM_TIMEOUT_S}s", attempts=attempt) from exc
+    except openai.APIConnectionError as exc:
+        logger.warning("LLM attempt %d/%d: connection error: %s", attempt, attempts_allowed, exc)
+        raise LLMTransientError(f"LLM connection error: {exc}", attempts=attempt) from exc
+    except openai.APIStatusError as exc:
+        text = _error_text(exc)
+        if exc.status_code == 400 and "response_format" in body and "response_format" in text:
+            raise _JsonModeRejected from exc  # This server does not know JSON mode: the prompt asks for JSON anyway.
+        message = f"LLM answered HTTP {exc.status_code}: {text[:500]}"
+        if exc.status_code in _RETRY_STATUSES or exc.status_code >= 500:
+            logger.warning("LLM attempt %d/%d: HTTP %d", attempt, attempts_allowed, exc.status_code)
+            raise LLMTransientError(message, raw=text or None, attempts=attempt) from exc
+        raise LLMError(message, raw=text or None, attempts=attempt) from exc
+    except ValueError as exc:  # _completion: the body is no JSON object
+        raise LLMUnparseable(f"LLM response could not be read: {exc}", raw=raw or None, attempts=attempt) from exc
+
+
+def _reply_data(
+    content: str, raw: str, validate: Callable[[dict[str, Any]], Any] | None, attempt: int, attempts_allowed: int
+) -> dict[str, Any]:
+    """The reply's JSON object, validated; LLMUnparseable when there is none or ``validate`` refuses it."""
+    try:
+        data = parse_json_object(content)
+        if validate is not None:
+            validate(data)
+    except ValueError as exc:
+        logger.warning("LLM attempt %d/%d: unparseable reply", attempt, attempts_allowed)
+        raise LLMUnparseable(
+            f"LLM reply is not a usable JSON object: {exc}", raw=content or raw, attempts=attempt
+        ) from exc
+    return data
+
+
 def complete_json(
     messages: list[dict[str, str]],
     *,
@@ -180,54 +229,22 @@ def complete_json(
         attempt += 1
         if attempt > 1:
             time.sleep(_backoff(attempt - 1))
-        kwargs: dict[str, Any] = {"model": model_name, "messages": messages, "temperature": temperature}
+        body: dict[str, Any] = {"model": model_name, "messages": messages, "temperature": temperature}
         if json_mode:
-            kwargs["response_format"] = {"type": "json_object"}
+            body["response_format"] = {"type": "json_object"}
         started = time.perf_counter()
-        raw = ""
         try:
-            # The SDK's own HTTP client, errors and headers, but the body goes out as built here and the reply
-            # comes back as text: the typed create() deep-copies the messages into TypedDicts and the reply into
-            # pydantic models: 2.7 ms of CPU a call instead of 1.0 (BENCHMARKS.md, memory gate).
-            raw = sdk.post("/chat/completions", body=kwargs, cast_to=str)
-            completion = _completion(raw)
-        except openai.APITimeoutError as exc:
-            last_error = LLMTransientError(f"LLM timed out after {settings.LLM_TIMEOUT_S}s", attempts=attempt)
-            logger.warning("LLM attempt %d/%d: timeout: %s", attempt, attempts_allowed, exc)
+            raw, completion = _post(sdk, body, attempt, attempts_allowed)
+            latency_ms = int(round((time.perf_counter() - started) * 1000))
+            content = _content(completion)
+            data = _reply_data(content, raw, validate, attempt, attempts_allowed)
+        except _JsonModeRejected:
+            json_mode = False
+            attempt -= 1
+            logger.info("LLM server rejects response_format; asking without it")
             continue
-        except openai.APIConnectionError as exc:
-            last_error = LLMTransientError(f"LLM connection error: {exc}", attempts=attempt)
-            logger.warning("LLM attempt %d/%d: connection error: %s", attempt, attempts_allowed, exc)
-            continue
-        except openai.APIStatusError as exc:
-            body = _error_text(exc)
-            if exc.status_code == 400 and json_mode and "response_format" in body:
-                # This server does not know JSON mode: the prompt asks for JSON anyway.
-                json_mode = False
-                attempt -= 1
-                logger.info("LLM server rejects response_format; asking without it")
-                continue
-            message = f"LLM answered HTTP {exc.status_code}: {body[:500]}"
-            if exc.status_code in _RETRY_STATUSES or exc.status_code >= 500:
-                last_error = LLMTransientError(message, raw=body or None, attempts=attempt)
-                logger.warning("LLM attempt %d/%d: HTTP %d", attempt, attempts_allowed, exc.status_code)
-                continue
-            raise LLMError(message, raw=body or None, attempts=attempt) from exc
-        except ValueError as exc:  # _completion: the body is no JSON object
-            last_error = LLMUnparseable(f"LLM response could not be read: {exc}", raw=raw or None, attempts=attempt)
-            continue
-        latency_ms = int(round((time.perf_counter() - started) * 1000))
-
-        content = _content(completion)
-        try:
-            data = parse_json_object(content)
-            if validate is not None:
-                validate(data)
-        except ValueError as exc:
-            last_error = LLMUnparseable(
-                f"LLM reply is not a usable JSON object: {exc}", raw=content or raw, attempts=attempt
-            )
-            logger.warning("LLM attempt %d/%d: unparseable reply", attempt, attempts_allowed)
+        except (LLMTransientError, LLMUnparseable) as exc:  # TRANSIENT_ERRORS: another attempt may cure it.
+            last_error = exc
             continue
         prompt_tokens, completion_tokens = _usage(completion)
         return LLMReply(
