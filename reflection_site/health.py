@@ -4,19 +4,23 @@
 HTTP 200, so that a load balancer keeps sending the API its turns, which are stored and wait) otherwise: in
 particular when no worker recorded a heartbeat for ``WORKER_STALE_S`` seconds or a turn has waited for its gate
 longer than ``PENDING_TURN_STALE_S``. The admin index shows the same two in a red banner (``runtime_problems``).
+
+The turns' backlog is sessions_app's: it registers that probe (``register_probe``) when it is ready, so that this
+bottom layer imports no app above it.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from http import HTTPStatus
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 logger = logging.getLogger(__name__)
@@ -78,26 +82,25 @@ def check_worker() -> dict[str, object]:
     }
 
 
-def check_pending_turns() -> dict[str, object]:
-    """The age of the oldest turn still waiting for its gate; not ok beyond ``PENDING_TURN_STALE_S``."""
-    from sessions_app.models import ConversationTurn, GateStatus
+@dataclass(frozen=True)
+class Probe:
+    """A part an app adds to ``/healthz`` (``check``, asked while the database is up) and to the admin's banner
+    (``problem``: what a failed check means in words, or None)."""
 
-    try:
-        oldest = (
-            ConversationTurn.objects.filter(gate_status=GateStatus.PENDING)
-            .order_by("created_at")
-            .values_list("created_at", flat=True)
-            .first()
-        )
-    except Exception as exc:
-        logger.warning("healthz: pending turns unknown: %s", exc)
-        return {"ok": False, "oldest_pending_s": None, "error": type(exc).__name__}
-    age = max(0.0, (timezone.now() - oldest).total_seconds()) if oldest else 0.0
-    return {
-        "ok": age <= settings.PENDING_TURN_STALE_S,
-        "oldest_pending_s": round(age, 1),
-        "stale_after_s": settings.PENDING_TURN_STALE_S,
-    }
+    check: Callable[[], dict[str, object]]
+    problem: Callable[[dict[str, object]], str | None]
+
+
+# name -> probe, registered by the apps above this one in their AppConfig.ready() (sessions_app: pending_turns).
+_PROBES: dict[str, Probe] = {}
+
+
+def register_probe(
+    name: str, check: Callable[[], dict[str, object]], problem: Callable[[dict[str, object]], str | None]
+) -> None:
+    """Add ``check`` to ``/healthz`` under ``name`` (its ``ok`` counts towards ``status``) and ``problem`` to
+    the admin's banner. Registering a name again replaces it."""
+    _PROBES[name] = Probe(check=check, problem=problem)
 
 
 def runtime_problems() -> list[str]:
@@ -111,9 +114,10 @@ def runtime_problems() -> list[str]:
             problems.append(
                 f"No background worker seen for {worker['last_seen_s']:.0f} s: turns are stored but not decided."
             )
-    pending = check_pending_turns()
-    if not pending["ok"] and pending.get("oldest_pending_s") is not None:
-        problems.append(f"A turn has waited {pending['oldest_pending_s']:.0f} s for the memory gate.")
+    for probe in _PROBES.values():
+        problem = probe.problem(probe.check())
+        if problem:
+            problems.append(problem)
     return problems
 
 
@@ -123,6 +127,6 @@ def healthz(request: HttpRequest) -> JsonResponse:
     body = {"database": database, "broker": check_broker(), "cache": check_cache()}
     body["worker"] = check_worker()
     if database["ok"]:
-        body["pending_turns"] = check_pending_turns()
+        body.update({name: probe.check() for name, probe in _PROBES.items()})
     body["status"] = "ok" if all(part["ok"] for part in body.values()) else ("degraded" if database["ok"] else "down")
     return JsonResponse(body, status=HTTPStatus.OK if database["ok"] else HTTPStatus.SERVICE_UNAVAILABLE)
