@@ -90,10 +90,11 @@ def main() -> None:
     from django.db import connection
     from django.utils import timezone
 
-    from guardian_app.models import JobCheckpoint, Opinion, OpinionEvidence, WriteGuardianAudit
+    from guardian_app.models import Opinion, OpinionEvidence, WriteGuardianAudit
     from guardian_app.reflect.projection import project
     from guardian_app.reflect.reflect import reflect
     from guardian_app.reflect.reports import daily_report
+    from reflection_site.models import JobCheckpoint
 
     call_command("migrate", verbosity=0)
     database = (

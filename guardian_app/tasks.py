@@ -154,8 +154,8 @@ def _reflect_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: A
 def run_reflect(run_id: str) -> str | None:
     """Run (or resume) one reflect run; a redelivered message finds it finished or held by its worker."""
     from guardian_app.models import ReflectRun
-    from guardian_app.reflect.checkpoints import CheckpointBusy, LeaseLost
     from guardian_app.reflect.reflect import execute_run
+    from reflection_site.checkpoints import CheckpointBusy, LeaseLost
 
     run = ReflectRun.objects.filter(id=run_id).first()
     if run is None:
@@ -246,8 +246,8 @@ def run_report_webhook(day: str) -> str:
 @shared_task
 def run_resume_jobs() -> dict:
     """Finish jobs whose process died (reflect runs, transcript imports) and re-enqueue runs left queued."""
-    from guardian_app.reflect.checkpoints import resume_incomplete
     from guardian_app.reflect.reflect import sweep_queued_runs
+    from reflection_site.checkpoints import resume_incomplete
 
     return {"resumed": resume_incomplete(), "requeued": sweep_queued_runs()}
 

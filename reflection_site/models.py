@@ -89,3 +89,52 @@ class ApiKey(models.Model):
         if len(parts) != 3 or parts[0] != "rk":
             return None
         return parts[1]
+
+
+class JobCheckpoint(models.Model):
+    """Seed 004 P2-002: where a long job is (stage, candidates, processed index), so a killed one resumes.
+
+    A process holds the checkpoint while it works (``owner`` and ``lease_until``, renewed at every save);
+    another may take it over once the lease has expired or the owner's process is gone.
+    """
+
+    class Job(models.TextChoices):
+        REFLECT = "reflect"
+        OPENCLAW_IMPORT = "openclaw_import", "OpenClaw transcript import"
+
+    id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
+    job = models.CharField(max_length=32, choices=Job.choices)
+    key = models.CharField(max_length=255, help_text="The job's own id: a reflect run, a hash of the import folder.")
+    params = models.JSONField(default=dict, blank=True, help_text="What the job needs to resume.")
+    stage = models.CharField(max_length=32, blank=True, default="")
+    candidates = models.JSONField(default=list, blank=True)
+    processed_index = models.IntegerField(default=0)
+    state = models.JSONField(default=dict, blank=True)
+    owner = models.CharField(max_length=255, blank=True, default="", help_text="host:pid:token of the holder")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.IntegerField(default=0, help_text="Times the job was started or resumed.")
+    last_error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "job_checkpoints"
+        indexes = [
+            # Serves reflection_site.checkpoints.incomplete (worker start, the resume sweep).
+            models.Index(fields=["finished_at", "job"], name="job_checkpoints_open"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "key"], name="job_checkpoints_job_key_unique"),
+            models.CheckConstraint(
+                condition=Q(job__in=["reflect", "openclaw_import"]), name="job_checkpoints_job_valid"
+            ),
+            models.CheckConstraint(condition=Q(processed_index__gte=0), name="job_checkpoints_index_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job} {self.key} at {self.stage or 'start'}[{self.processed_index}]"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.finished_at is not None

@@ -819,7 +819,7 @@ def import_sessions(
     2. Read each unit (a store, or one legacy file), build its sessions' turns, ingest them.
 
     Resumable (seed 004 P2-002): the list of units and the index of the next one are kept in a checkpoint
-    (``guardian_app.reflect.checkpoints``), so an import killed halfway continues where it stopped on its next run,
+    (``reflection_site.checkpoints``), so an import killed halfway continues where it stopped on its next run,
     or when a worker starts; turns are idempotent, so the unit it was in is read again without adding
     anything twice. Raises CheckpointBusy while another live process imports the same place.
     """
@@ -839,8 +839,8 @@ def import_sessions(
         return report
 
     # An upward hand-off, as the gate's: resumable jobs keep their checkpoints in guardian_app.
-    from guardian_app.models import JobCheckpoint
-    from guardian_app.reflect import checkpoints
+    from reflection_site import checkpoints
+    from reflection_site.models import JobCheckpoint
 
     place = Path(path).expanduser().resolve()
     checkpoint = checkpoints.claim(
@@ -888,7 +888,7 @@ def _found_something(report: ImportReport, files: list[Path]) -> None:
 
 
 def resume_checkpoint(checkpoint: Any) -> ImportReport | None:
-    """``guardian_app.reflect.checkpoints.resume_incomplete``'s entry: finish an interrupted import."""
+    """``reflection_site.checkpoints.resume_incomplete``'s entry: finish an interrupted import."""
     params = checkpoint.params or {}
     place = Path(params.get("path") or "")
     if not params.get("path") or not place.exists():

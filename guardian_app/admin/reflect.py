@@ -21,10 +21,11 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from guardian_app.models import JobCheckpoint, Opinion, OpinionEvidence, ReflectRun, ReportDelivery, SkillDraft
+from guardian_app.models import Opinion, OpinionEvidence, ReflectRun, ReportDelivery, SkillDraft
 from guardian_app.reflect.reflect import InvalidReflectRequest, enqueue_run, start_run
 from guardian_app.reflect.skills import SkillError, approve_draft, refresh_content, reject_draft
 from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, ReadOnlyInline
+from reflection_site.models import JobCheckpoint
 
 # The admin index shows the day's change report (guardian_app/templatetags/reflect_admin.py).
 admin.site.index_template = "admin/guardian_app/reflect_index.html"

@@ -1,6 +1,6 @@
 """Reflect (seed 001): turn a period's facts into entity pages and opinions, as audited, resumable writes.
 
-``execute_run(run)`` works in stages, each recorded in the run's checkpoint (``guardian_app.reflect.checkpoints``)
+``execute_run(run)`` works in stages, each recorded in the run's checkpoint (``reflection_site.checkpoints``)
 so that a run killed at any point finishes on its next start, with the same result:
 
 0. **infer** (seed 001: "reflect can infer these bullets from the rest of the log"): each daily log of the
@@ -44,9 +44,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from guardian_app.models import JobCheckpoint, Opinion, OpinionEvidence, ReflectRun, WriteGuardianAudit
+from guardian_app.models import Opinion, OpinionEvidence, ReflectRun, WriteGuardianAudit
 from guardian_app.recall.retain import entity_key, infer_bullet, is_retain_heading, parse_retain_bullet, untyped_lines
-from guardian_app.reflect import checkpoints
 from guardian_app.reflect.facts import Fact, collect_facts, exclusion_reason
 from guardian_app.reflect.opinions import (
     OpinionState,
@@ -71,7 +70,9 @@ from guardian_app.reflect.pages import (
 )
 from guardian_app.write import workspace
 from guardian_app.write.diffs import diff_stats, unified_diff
+from reflection_site import checkpoints
 from reflection_site.errors import ReflectionError
+from reflection_site.models import JobCheckpoint
 
 logger = logging.getLogger(__name__)
 

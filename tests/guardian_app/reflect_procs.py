@@ -32,7 +32,8 @@ def _event() -> None:
 
 
 def _install_kill_points() -> None:
-    from guardian_app.reflect import checkpoints, opinions, reflect
+    from reflection_site import checkpoints
+    from guardian_app.reflect import opinions, reflect
     from guardian_app.write import workspace
 
     real_save, real_write, real_record = checkpoints.save, workspace.write_file, opinions.record_fact
@@ -114,7 +115,7 @@ def reflect_state() -> dict[str, Any]:
 
 
 def run_import(folder: str) -> dict[str, Any]:
-    from guardian_app.reflect import checkpoints
+    from reflection_site import checkpoints
     from sessions_app import ingest, openclaw_import
 
     real_save, real_ingest = checkpoints.save, ingest.ingest_turn
@@ -136,7 +137,7 @@ def run_import(folder: str) -> dict[str, Any]:
 
 
 def import_state() -> dict[str, Any]:
-    from guardian_app.models import JobCheckpoint
+    from reflection_site.models import JobCheckpoint
     from sessions_app.models import ConversationContext, ConversationSession, ConversationTurn
 
     turns = sorted(

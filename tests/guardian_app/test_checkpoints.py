@@ -18,9 +18,9 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from guardian_app.models import JobCheckpoint
-from guardian_app.reflect import checkpoints
-from guardian_app.reflect.checkpoints import CheckpointBusy, LeaseLost, claim, finish, owner_id, release, save
+from reflection_site import checkpoints
+from reflection_site.checkpoints import CheckpointBusy, LeaseLost, claim, finish, owner_id, release, save
+from reflection_site.models import JobCheckpoint
 
 ROOT = Path(settings.BASE_DIR)
 JOB = JobCheckpoint.Job.REFLECT
@@ -100,7 +100,7 @@ def test_a_new_run_of_a_finished_job_is_no_resume(caplog):
 
     interrupted = claim(JOB, "run-5")
     JobCheckpoint.objects.filter(id=interrupted.id).update(owner="gone:1", lease_until=None)
-    with caplog.at_level("INFO", logger="guardian_app.reflect.checkpoints"):
+    with caplog.at_level("INFO", logger="reflection_site.checkpoints"):
         assert claim(JOB, "run-5").attempts == 2
     assert "resuming" in caplog.text and "(attempt 2)" in caplog.text
 

@@ -12,7 +12,6 @@ from django.core.management import call_command
 
 from guardian_app.models import (
     FileVersion,
-    JobCheckpoint,
     Opinion,
     OpinionEvidence,
     ReflectRun,
@@ -22,6 +21,7 @@ from guardian_app.reflect.pages import BEGIN
 from guardian_app.reflect.reflect import execute_run, reflect, run_audits, source_ref, start_run
 from guardian_app.write import workspace as workspace_module
 from guardian_app.write.rollback import rollback_write
+from reflection_site.models import JobCheckpoint
 from tests.fake_llm import FakeReply
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from guardian_app.models import JobCheckpoint, Opinion, ReflectRun, WriteGuardianAudit
+from guardian_app.models import Opinion, ReflectRun, WriteGuardianAudit
 from guardian_app.write.workspace import INTERRUPTED
-from reflection_site.models import ApiKey
+from reflection_site.models import ApiKey, JobCheckpoint
 from tests.conftest import ApiClient
 from tests.fake_llm import FakeReply, smart_responder
 from tests.services import wait_until

@@ -223,8 +223,8 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(f"  left out {item.get('source')}: {item.get('reason')}"))
 
     def handle_reflect(self, options: dict[str, Any]) -> None:
-        from guardian_app.reflect.checkpoints import CheckpointBusy
         from guardian_app.reflect.reflect import InvalidReflectRequest, execute_run, resume_interrupted, start_run
+        from reflection_site.checkpoints import CheckpointBusy
 
         progress = self._progress_bar(options, "reflect")
         try:

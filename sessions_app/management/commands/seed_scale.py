@@ -422,7 +422,6 @@ def _one_of_each(now: dt.datetime) -> int:
     from dataset_app.models import DatasetExport, EvaluationRun
     from guardian_app.models import (
         BehaviorCorrection,
-        JobCheckpoint,
         MemoryChunk,
         Opinion,
         ReflectRun,
@@ -430,7 +429,7 @@ def _one_of_each(now: dt.datetime) -> int:
         Rollback,
         SkillDraft,
     )
-    from reflection_site.models import ApiKey
+    from reflection_site.models import ApiKey, JobCheckpoint
 
     audits = WriteGuardianAudit.objects.order_by("-created_at")
     text = "- The user deploys the billing service on Fridays."

@@ -37,8 +37,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from guardian_app.models import JobCheckpoint
 from reflection_site.errors import ReflectionError
+from reflection_site.models import JobCheckpoint
 
 logger = logging.getLogger(__name__)
 
