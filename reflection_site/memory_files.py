@@ -17,11 +17,12 @@ file (and under which heading), how many characters the agent loads of each, and
 
 A page keeps its name (``bank/entities/Peter.md``) in the database, the API and the admin in both profiles;
 only its place on disk (``disk_path``) follows the profile. Django-free but for ``active()``, which reads
-the two settings.
+the two settings. ``parse_heading`` reads a Markdown heading line, the one way every app does.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -162,3 +163,24 @@ def over_limit(profile_: Profile, name: str, before: str | None, after: str) -> 
         f"(it cuts the rest off, WORKSPACE_PROFILE={profile_.name}); consolidate {name} first (merge or remove old "
         "lines), then retry"
     )
+
+
+# --- Markdown headings -----------------------------------------------------------------------------
+# An ATX heading as CommonMark reads it: up to three spaces, one to six "#", then a space, a tab or the end of
+# the line ("#hashtag" and "#######" are text). The copies this replaces disagreed on indentation, on "#"
+# alone, and on "C#" (one stripped the "#" of the title: a closing sequence needs a space before it).
+HEADING = re.compile(r"^ {0,3}(#{1,6})(?=[ \t]|$)(.*)$")
+_CLOSING = re.compile(r"(?:^|[ \t]+)#+$")
+
+
+def parse_heading(line: str) -> tuple[int, str] | None:
+    """``(level, title)`` of a Markdown heading line (``"## Tools ##"`` → ``(2, "Tools")``), or None."""
+    match = HEADING.match(line.rstrip("\r\n"))
+    if match is None:
+        return None
+    title = _CLOSING.sub("", match.group(2).strip()).strip()
+    return len(match.group(1)), title
+
+
+def is_heading(line: str) -> bool:
+    return parse_heading(line) is not None
