@@ -7,7 +7,11 @@ class GuardianAppConfig(AppConfig):
     verbose_name = "Memory files and the write guardian"
 
     def ready(self) -> None:
+        """Connect the receivers: every process (web, worker, commands) runs this before it sends a signal."""
         from guardian_app.models import WriteGuardianAudit
+        from guardian_app.recall.receivers import reindex_after_change
+        from guardian_app.signals import memory_file_changed
         from guardian_app.write.refusals import on_audit_saved
 
         post_save.connect(on_audit_saved, sender=WriteGuardianAudit, dispatch_uid="guardian_app.redact_refused")
+        memory_file_changed.connect(reindex_after_change, dispatch_uid="guardian_app.recall_reindex")
