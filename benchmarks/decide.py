@@ -42,7 +42,7 @@ def child(tree: Path, rounds: int) -> dict[str, float]:
     import django
 
     django.setup()
-    from guardian_app.write.guardian import apply_edits
+    from guardian_app.write.edits import apply_edits
     from guardian_app.write.heuristic_guardian import review_fact
     from sessions_app.heuristic_gate import classify_turn
 

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/scale.py --sizes 10k,100k --databases sqlite,pg
     BENCH_KEEP=1 …                                             # keep the seeded databases for the next run
 
-Each (size, database) pair gets a database seeded once by ``manage.py seed_scale`` (var/scale/scale_<size>.sqlite3
+Each (size, database) pair gets a database seeded once by ``benchmarks/seed_scale.py`` (var/scale/scale_<size>.sqlite3
 or PostgreSQL database reflection_scale_<size>; kept with BENCH_KEEP=1 and reused when already seeded). Then,
 in a child process on that database (so that peak RSS is that section's own):
 
@@ -86,7 +86,7 @@ def ensure_seeded(database: str, size: str, *, fresh: bool = False) -> None:
     if SIZES[size]:
         print(f"  seeding {size} on {database} …", file=sys.stderr, flush=True)
         subprocess.run(
-            [sys.executable, "manage.py", "seed_scale", "--turns", str(SIZES[size]), "--no-progress"],
+            [sys.executable, "benchmarks/seed_scale.py", "--turns", str(SIZES[size]), "--no-progress"],
             env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
 
@@ -318,12 +318,12 @@ def child_retention(repeat: int) -> dict:
 
 
 def child_decay(repeat: int) -> dict:
-    from guardian_app.learning import guardrails
+    from guardian_app.learning.decay import decay_learning
     from guardian_app.models import MemoryItem, Rule
 
     n = MemoryItem.objects.count() + Rule.objects.count()
     t0 = time.perf_counter()
-    report = guardrails.decay_learning()
+    report = decay_learning()
     elapsed = time.perf_counter() - t0
     return {"rows": n, "s": elapsed, "rss_mb": _peak_rss_mb(), "summary": str(report.summary())[:200]}
 

@@ -105,36 +105,24 @@ def ask_gate_about(case: GateCase, *, model: str | None, offline: bool | None, c
 
 
 def ask_guardian_about(case: GuardianCase, *, model: str | None, offline: bool | None, corrections: Any) -> Prediction:
-    """The guardian's outcome for a fact and a file's content, computed as ``guard_write`` would, without
-    a lock, a snapshot or a write."""
-    from guardian_app.write import guardian, heuristic_guardian
+    """The guardian's decision (``guardian.decide``, the one ``guard_write`` records) for a fact and a file's
+    content, without a lock, a snapshot or a write."""
+    from guardian_app.write import guardian, guardian_prompt, heuristic_guardian
     from reflection_site import llm
 
-    early = guardian.precheck(case.candidate_fact)
-    if early is not None:
-        return Prediction("written" if early.status == "written" else "refused", "precheck", guardian.PROMPT_VERSION)
+    fact, content = case.candidate_fact, case.current_content or None
+    if guardian.precheck(fact) is not None:  # Refused or held before any model sees it.
+        return Prediction("refused", "precheck", guardian_prompt.PROMPT_VERSION)
     use_llm = (model is not None or llm.is_configured()) if offline is None else not offline
-    content = case.current_content or None
+    reply, used_model, version = None, heuristic_guardian.MODEL_NAME, ""
     if use_llm:
-        messages = guardian.build_messages(
-            case.candidate_fact, content, target_file=case.target_file, corrections=corrections
-        )
-        reply = llm.complete_json(messages, model=model, validate=guardian.validate_reply)
-        data, used_model, version = guardian.validate_reply(reply.data), reply.model, guardian.PROMPT_VERSION
-    else:
-        verdict = heuristic_guardian.review_fact(
-            case.candidate_fact, content, target_file=case.target_file, corrections=corrections
-        )
-        data, used_model, version = verdict.as_reply(), heuristic_guardian.MODEL_NAME, ""
-    if data["action"] != "write":
-        return Prediction("refused", used_model, version)
-    try:
-        after = guardian.apply_edits(content, data["edits"])
-    except Exception:  # Edits that do not apply: the write would have failed.
+        messages = guardian_prompt.build_messages(fact, content, target_file=case.target_file, corrections=corrections)
+        answer = llm.complete_json(messages, model=model, validate=guardian_prompt.validate_reply)
+        reply, used_model, version = answer.data, answer.model, guardian_prompt.PROMPT_VERSION
+    outcome = guardian.decide(fact, content, target_file=case.target_file, reply=reply, corrections=corrections)
+    if outcome.status == "failed":  # Edits that do not apply: the write would have failed.
         return Prediction(ERROR_LABEL, used_model, version)
-    if after == (content or "") and content is not None:
-        return Prediction("refused", used_model, version)  # Skipped: nothing would change.
-    return Prediction("refused" if guardian.check_result(content, after) else "written", used_model, version)
+    return Prediction("written" if outcome.status == "written" else "refused", used_model, version)
 
 
 def _corrections_for(stage: str) -> Any:
@@ -142,7 +130,7 @@ def _corrections_for(stage: str) -> Any:
         from sessions_app.gate import prompt_corrections
 
         return prompt_corrections()
-    from guardian_app.write.guardian import active_corrections
+    from guardian_app.write.guardian_prompt import active_corrections
 
     return active_corrections()
 
@@ -157,13 +145,9 @@ def evaluation_samples(*, stage: str, split: str, train_split: float) -> Iterato
     for sample in samples.iterator(chunk_size=500):
         if split != EvaluationRun.Split.ALL and split_of(sample.id, train_split) != split:
             continue
-        content = sample.safe_content
+        content = sample.visible_content()
         if content is None:
-            if sample.privacy_checked:
-                continue  # PII that could not be redacted never leaves the database.
-            from reflection_site.privacy import redact_data
-
-            content = redact_data(sample.content)
+            continue  # PII that could not be redacted never leaves the database.
         case = gate_case(content) if stage == EvaluationRun.Stage.GATE else guardian_case(content)
         if case is not None and case.decision:
             yield sample, case

@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from reflection_site import privacy
 from reflection_site.ids import new_ulid
 
 
@@ -202,11 +203,14 @@ class DatasetSample(models.Model):
     def is_approved(self) -> bool:
         return self.annotation_status in APPROVED_STATUSES
 
-    @property
-    def safe_content(self) -> dict | None:
-        """The content to show or export without PII: redacted if there was PII, None if that failed."""
+    def visible_content(self) -> dict | None:
+        """What a person may see of the sample (without the raw permission), and what leaves the database
+        without ``include_pii``: the redacted content where PII was found, the content where none was, the
+        content redacted now if it was collected with privacy filtering off, and None (withheld) where the
+        redaction left PII behind. The review page, the API, the CLI and evaluation show this; the exporter
+        selects the same in SQL (``VISIBLE_CONTENT_SQL``) and redacts an unchecked sample on the way out."""
         if not self.privacy_checked:
-            return None
+            return privacy.redact_data(self.content)  # type: ignore[return-value]
         if self.contains_pii:
             return self.pii_redacted_content
         return self.content

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dataset_app.models import DatasetSample, SampleType
-from reflection_site.privacy import redact, redact_data
+from reflection_site.privacy import redact
 
 
 @dataclass(frozen=True)
@@ -68,10 +68,8 @@ def content_for(sample: DatasetSample, *, raw: bool) -> tuple[dict[str, Any] | N
     """(content to show, withheld): raw only when asked and allowed (the caller checks the permission)."""
     if raw:
         return sample.content, False
-    if not sample.privacy_checked:
-        return redact_data(sample.content), False  # type: ignore[return-value]
-    safe = sample.safe_content
-    return (safe, False) if safe is not None else (None, True)
+    visible = sample.visible_content()
+    return (visible, False) if visible is not None else (None, True)
 
 
 def present(sample: DatasetSample, *, raw: bool = False) -> SampleView:

@@ -9,7 +9,6 @@ from ninja import Field, Schema
 
 from dataset_app.models import DatasetExport, DatasetSample, EvaluationRun
 from reflection_site.api import NOT_BLANK
-from reflection_site.privacy import redact_data
 from sessions_app.schemas import Timestamp
 
 SampleTypeName = Literal[
@@ -76,9 +75,7 @@ class SampleOut(Schema):
 
     @staticmethod
     def resolve_content(sample: DatasetSample) -> dict[str, Any] | None:
-        if not sample.privacy_checked:
-            return redact_data(sample.content)  # type: ignore[return-value]
-        return sample.safe_content
+        return sample.visible_content()
 
 
 class AnnotateIn(Schema):

@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from guardian_app.models import FileVersion, Rollback, WriteGuardianAudit
-from guardian_app.write import workspace
+from guardian_app.write import paths
 
 
 def list_audits(
@@ -28,7 +28,7 @@ def list_audits(
     if session:
         audits = audits.filter(session_id=session)
     if file:
-        audits = audits.filter(target_file=workspace.canonical_name(file))
+        audits = audits.filter(target_file=paths.canonical_name(file))
     if status:
         audits = audits.filter(status=status)
     if since is not None:
@@ -55,7 +55,7 @@ def file_history(
     The snapshot's content is not loaded (the diff of each version is). UnknownFile for another name.
     """
     versions = (
-        FileVersion.objects.filter(file_name=workspace.canonical_name(name))
+        FileVersion.objects.filter(file_name=paths.canonical_name(name))
         .select_related("snapshot", "audit")
         .defer("snapshot__content")
         .order_by("-seq")

@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 def _guardian_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
     """Retries spent: record a failed audit so the decision stays visible and the sweep leaves it alone."""
-    from guardian_app.write.guardian import record_failure
+    from guardian_app.write.recovery import record_failure
 
     if isinstance(exc, GuardianError) and not isinstance(exc, FileBusy):
         return
@@ -36,7 +36,7 @@ def _guardian_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: 
 
 
 def _guard_write_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
-    from guardian_app.write.guardian import record_failure
+    from guardian_app.write.recovery import record_failure
 
     if isinstance(exc, GuardianError) and not isinstance(exc, FileBusy):
         return
@@ -92,7 +92,7 @@ def run_guard_write(target_file: str, candidate_fact: str, source: str, source_r
 @shared_task
 def run_guardian_sweep() -> int:
     """Re-enqueue UPDATE_* decisions that have no audit after the grace period."""
-    from guardian_app.write.guardian import sweep_pending_decisions
+    from guardian_app.write.recovery import sweep_pending_decisions
 
     return sweep_pending_decisions()
 
@@ -100,7 +100,8 @@ def run_guardian_sweep() -> int:
 @shared_task
 def run_drift_check() -> int:
     """Snapshot memory files changed by hand since their last known version; reconcile interrupted writes."""
-    from guardian_app.write.workspace import check_drift, unsafe_files
+    from guardian_app.write.history import check_drift
+    from guardian_app.write.workspace import unsafe_files
 
     versions = check_drift()
     for name, found in unsafe_files().items():
@@ -111,7 +112,7 @@ def run_drift_check() -> int:
 @shared_task
 def run_learning_decay() -> dict:
     """Daily: decay learned memory items and rules, expire and archive stale ones, enforce the caps."""
-    from guardian_app.learning.guardrails import decay_learning
+    from guardian_app.learning.decay import decay_learning
 
     return decay_learning().summary()
 

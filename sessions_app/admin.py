@@ -1,19 +1,18 @@
-"""Conversations in the admin: sessions with their turn counts, turns with their context windows."""
+"""Conversations in the admin: sessions with their turn counts, turns with their context windows.
+
+A session's page lists its turns; the writes they caused and "Roll back this session" are the guardian's, added by
+guardian_app/admin/sessions.py, which registers its extension of ``ConversationSessionAdmin`` in this one's place."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -23,10 +22,6 @@ from import_export import fields, resources
 from import_export.admin import ExportMixin
 from import_export.formats.base_formats import CSV, JSON, XLSX
 
-from guardian_app.admin.audits import DIFF_STYLE, diff_html
-from guardian_app.errors import GuardianError
-from guardian_app.write.diffs import unified_diff
-from guardian_app.write.rollback import SessionRollback, rollback_session
 from reflection_site.admin import ReadOnlyAdmin, ReadOnlyInline, recent_values_filter
 from sessions_app.charts import daily_decisions_svg
 from sessions_app.gate import rerun_gate
@@ -56,52 +51,10 @@ def truncated(text: str | None, limit: int) -> str:
     return format_html('<span title="{}">{}…</span>', text, text[: limit - 1])
 
 
-def can_rollback(request: HttpRequest) -> bool:
-    """The operator group's permission: the same as a single audit's rollback."""
-    return request.user.has_perm("guardian_app.rollback_writeguardianaudit")
-
-
-class SessionRollbackForm(forms.Form):
-    reason = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 60}))
-    partial = forms.BooleanField(required=False, label="Roll back the clean writes only and leave the conflicts")
-    seen = forms.CharField(widget=forms.HiddenInput, required=False)
-
-
-@dataclass
-class FileDiff:
-    name: str
-    diff: str
-    html: Any
-    removed: bool  # The session's writes created the file: the rollback removes it.
-
-
-def file_diffs(result: SessionRollback) -> list[FileDiff]:
-    """Each file's whole change by the session rollback: the file now against the file after every clean
-    write of the dry run is reverted (the plans are chained per file, newest write first)."""
-    before: dict[str, str | None] = {}
-    after: dict[str, str | None] = {}
-    for item in result.items:
-        name = item.audit.target_file
-        before.setdefault(name, item.current)
-        if item.status == "clean" and item.plan is not None:
-            after[name] = item.plan.content
-    diffs = []
-    for name in sorted(after):
-        text = unified_diff(before[name], after[name], name)
-        diffs.append(FileDiff(name, text, diff_html(text), before[name] is not None and after[name] is None))
-    return diffs
-
-
-def dry_run_digest(result: SessionRollback, diffs: list[FileDiff]) -> str:
-    """What the confirmation page showed, so a confirmation applies only to that dry run."""
-    shown = [(i.audit.id, i.status) for i in result.items] + [(d.name, d.diff) for d in diffs]
-    return hashlib.sha256(json.dumps(shown).encode()).hexdigest()
-
-
 @admin.register(ConversationSession)
 class ConversationSessionAdmin(ReadOnlyAdmin):
-    """Sessions; a session's page lists its turns (newest first, paginated) with their gate decisions and the
-    writes they caused, and offers operators "Roll back this session" behind a dry-run confirmation."""
+    """Sessions; a session's page lists its turns (newest first, paginated) with their gate decisions
+    (guardian_app's ``GuardedSessionAdmin`` adds the writes they caused and "Roll back this session")."""
 
     list_display = ["id", "channel_id", "conversation_target", "turn_count", "last_activity_at", "created_at"]
     list_filter = ["channel_id"]
@@ -130,13 +83,15 @@ class ConversationSessionAdmin(ReadOnlyAdmin):
     def turn_count(self, obj: ConversationSession) -> int:
         return obj._turn_count or 0
 
-    def get_urls(self) -> list[Any]:
-        rollback = path(
-            "<path:object_id>/rollback/",
-            self.admin_site.admin_view(self.rollback_view),
-            name="sessions_app_conversationsession_rollback",
-        )
-        return [rollback, *super().get_urls()]
+    def decision_writes(self, decision_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """The writes each decision caused, as ``{"audit", "url"}`` rows for the turns' "writes" column: none
+        here; guardian_app's session admin (guardian_app/admin/sessions.py) lists its audits."""
+        return {}
+
+    def session_context(self, request: HttpRequest, session: ConversationSession) -> dict[str, Any]:
+        """What the session's page adds to the change form: a page of its turns (guardian_app adds its rollback)."""
+        page, rows = self.turn_rows(session, request.GET.get("turns_page"))
+        return {"turn_page": page, "turn_rows": rows}
 
     def turn_rows(self, session: ConversationSession, page_number: Any) -> tuple[Any, list[dict[str, Any]]]:
         """One page of the session's turns, newest first, each with its decisions and their audits (three
@@ -149,12 +104,7 @@ class ConversationSessionAdmin(ReadOnlyAdmin):
         rows = MemoryGateDecision.objects.filter(turn_id__in=ids).defer("raw_response").order_by("-run_number")
         for decision in rows:
             decisions.setdefault(decision.turn_id, []).append(decision)
-        audits: dict[str, list[Any]] = {}
-        from guardian_app.models import WriteGuardianAudit
-
-        written = WriteGuardianAudit.objects.filter(decision_id__in=[d.id for ds in decisions.values() for d in ds])
-        for audit in written.only("id", "decision_id", "status", "target_file").order_by("created_at", "id"):
-            audits.setdefault(audit.decision_id, []).append(audit)
+        writes = self.decision_writes([d.id for ds in decisions.values() for d in ds])
         out = []
         for turn in page:
             out.append(
@@ -167,13 +117,7 @@ class ConversationSessionAdmin(ReadOnlyAdmin):
                             "decision": d,
                             "url": reverse("admin:sessions_app_memorygatedecision_change", args=[quote(d.id)]),
                             "fact": truncated(d.candidate_fact or d.reason, 120),
-                            "audits": [
-                                {
-                                    "audit": a,
-                                    "url": reverse("admin:guardian_app_writeguardianaudit_change", args=[quote(a.id)]),
-                                }
-                                for a in audits.get(d.id, [])
-                            ],
+                            "audits": writes.get(d.id, []),
                         }
                         for d in decisions.get(turn.id, [])
                     ],
@@ -187,90 +131,8 @@ class ConversationSessionAdmin(ReadOnlyAdmin):
         extra = dict(extra_context or {})
         session = self.get_object(request, unquote(object_id))
         if session is not None and self.has_view_permission(request, session):
-            page, rows = self.turn_rows(session, request.GET.get("turns_page"))
-            extra.update(
-                turn_page=page,
-                turn_rows=rows,
-                can_rollback_session=can_rollback(request),
-                rollback_url=reverse("admin:sessions_app_conversationsession_rollback", args=[quote(session.pk)]),
-            )
+            extra.update(self.session_context(request, session))
         return super().change_view(request, object_id, form_url, extra)
-
-    def rollback_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Confirmation page: ``rollback_session`` as a dry run, with each file's exact diff and each write's
-        conflict; a confirmation applies only to the dry run that was shown (else the new one is shown)."""
-        if not can_rollback(request):
-            raise PermissionDenied
-        session = get_object_or_404(ConversationSession, id=unquote(object_id))
-        change_url = reverse("admin:sessions_app_conversationsession_change", args=[quote(session.pk)])
-        user = request.user.get_username()
-        note = ""
-        status = 200
-        try:
-            shown = rollback_session(session.id, reason="dry run in the admin", requested_by=user, dry_run=True)
-            diffs = file_diffs(shown)
-            if request.method == "POST":
-                form = SessionRollbackForm(request.POST)
-                if form.is_valid():
-                    partial = form.cleaned_data["partial"]
-                    if form.cleaned_data["seen"] != dry_run_digest(shown, diffs):
-                        note = "The files or the session's writes changed since this page was shown: this is the dry run now."
-                    elif shown.conflicts and not partial:
-                        note = "Conflicts stop a rollback of the whole session: nothing was changed."
-                        status = 409
-                    else:
-                        done = rollback_session(
-                            session.id,
-                            reason=form.cleaned_data["reason"],
-                            requested_by=user,
-                            partial=partial,
-                        )
-                        level = messages.SUCCESS if done.applied else messages.WARNING
-                        self.message_user(request, done.summary(), level)
-                        return HttpResponseRedirect(change_url)
-            else:
-                form = SessionRollbackForm()
-        except GuardianError as exc:
-            self.message_user(request, str(exc), messages.ERROR)
-            return HttpResponseRedirect(change_url)
-        seen = dry_run_digest(shown, diffs)
-        if form.is_bound:  # Shown again with the dry run as it is now (and the form's errors, if any).
-            data = form.data.copy()
-            data["seen"] = seen
-            data.pop("partial", None)
-            form = SessionRollbackForm(data)
-            form.is_valid()
-        else:
-            form = SessionRollbackForm(initial={"seen": seen})
-        clean = [i for i in shown.items if i.status == "clean"]
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.opts,
-            "app_label": self.opts.app_label,
-            "title": f"Roll back session {session.id}?",
-            "session": session,
-            "change_url": change_url,
-            "result": shown,
-            "items": [
-                {
-                    "item": item,
-                    "url": reverse("admin:guardian_app_writeguardianaudit_change", args=[quote(item.audit.id)]),
-                    "later": [
-                        (a, reverse("admin:guardian_app_writeguardianaudit_change", args=[quote(a)]))
-                        for a in (item.conflict.later_audits if item.conflict else [])
-                    ],
-                }
-                for item in shown.items
-            ],
-            "diffs": diffs,
-            "clean_count": len(clean),
-            "form": form,
-            "note": note,
-            "diff_style": DIFF_STYLE,
-        }
-        return TemplateResponse(
-            request, "admin/sessions_app/conversationsession/rollback_confirm.html", context, status=status
-        )
 
 
 class ContextInline(ReadOnlyInline):

@@ -19,9 +19,6 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-from string import Template
 from typing import Any
 
 from django.conf import settings
@@ -32,6 +29,7 @@ from django.utils import timezone
 from guardian_app.models import BehaviorCorrection
 from guardian_app.tasks import run_guardian
 from reflection_site import llm, memory_files, privacy
+from reflection_site.prompts import load_prompt
 from sessions_app import heuristic_gate
 from sessions_app.models import (
     ConversationContext,
@@ -44,7 +42,6 @@ from sessions_app.models import (
 logger = logging.getLogger(__name__)
 
 PROMPT_VERSION = "gate-v1"
-PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 # Newest first; older corrections beyond this many stay in the database but out of the prompt.
 MAX_PROMPT_CORRECTIONS = 20
 # Headings listed per memory file in the prompt.
@@ -68,13 +65,6 @@ class GateOutcome:
 
 
 # --- The prompt -----------------------------------------------------------------------------------
-@lru_cache(maxsize=4)
-def _templates(version: str) -> tuple[Template, Template]:
-    system = (PROMPTS_DIR / f"{version}.system.txt").read_text(encoding="utf-8")
-    user = (PROMPTS_DIR / f"{version}.user.txt").read_text(encoding="utf-8")
-    return Template(system), Template(user)
-
-
 def _json_line(value: Any) -> str:
     # "</" is escaped so that no message can close the prompt's <context>/<turn> blocks early.
     return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")
@@ -152,20 +142,11 @@ def build_messages(
 ) -> list[dict[str, str]]:
     """The chat messages of the gate prompt: a system message (the rules, the memory files' headings,
     the corrections) and a user message (the context window and the turn)."""
-    system, user = _templates(version)
     context = "\n".join(_json_line({"role": role, "message": message}) for role, message in window) or "(none)"
-    return [
-        {
-            "role": "system",
-            "content": system.substitute(
-                file_headings=memory_file_headings(), corrections=_correction_lines(corrections)
-            ),
-        },
-        {
-            "role": "user",
-            "content": user.substitute(context=context, turn=_json_line({"user": user_message, "agent": agent_reply})),
-        },
-    ]
+    return load_prompt("sessions_app", version).messages(
+        system={"file_headings": memory_file_headings(), "corrections": _correction_lines(corrections)},
+        user={"context": context, "turn": _json_line({"user": user_message, "agent": agent_reply})},
+    )
 
 
 def context_window(turn: ConversationTurn, *, size: int | None = None) -> list[tuple[str, str]]:

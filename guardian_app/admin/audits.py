@@ -36,7 +36,7 @@ from guardian_app.models import (
     WriteGuardianAudit,
 )
 from guardian_app.queries import file_history
-from guardian_app.write import workspace
+from guardian_app.write import history, locks, paths, workspace
 from guardian_app.write.corrections import correct_audit, derive_pattern
 from guardian_app.write.guardian import retry_write
 from guardian_app.write.rollback import RollbackStale, preview_rollback, rollback_write
@@ -572,12 +572,12 @@ class WriteGuardianAuditAdmin(ExportMixin, ReadOnlyAdmin):
         if not (self.has_view_permission(request) or request.user.has_perm("guardian_app.view_fileversion")):
             raise PermissionDenied
         try:
-            file_name = workspace.canonical_name(file_name)
+            file_name = paths.canonical_name(file_name)
         except GuardianError as exc:
             raise Http404("Unknown memory file.") from exc
         try:
-            with workspace.file_lock(file_name):
-                workspace.reconcile(file_name)
+            with locks.file_lock(file_name):
+                history.reconcile(file_name)
         except GuardianError:
             pass
         limit = 200

@@ -1,5 +1,5 @@
 """The learning guardrails in the admin: the decisions (with a 30-day chart), memory items and rules with
-suppress / archive / reactivate actions that go through ``guardrails.change_status``."""
+suppress / archive / reactivate actions that go through ``actions.change_status``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from guardian_app.learning import guardrails
+from guardian_app.learning.actions import change_status
+from guardian_app.learning.metrics import learning_metrics
 from guardian_app.models import LearningEvent, MemoryItem, Rule
 from reflection_site.admin import (
     BigTableMixin,
@@ -127,7 +128,7 @@ def learning_chart_svg(
 def learning_dashboard() -> dict[str, Any]:
     """The last ``CHART_DAYS`` days of learning decisions: the chart, the figures and the hit rate."""
     now = timezone.now()
-    metrics = guardrails.learning_metrics(since=now - dt.timedelta(days=CHART_DAYS), until=now)
+    metrics = learning_metrics(since=now - dt.timedelta(days=CHART_DAYS), until=now)
     return {
         "learning_chart": learning_chart_svg(metrics["daily"]),
         "learning_metrics": metrics,
@@ -229,7 +230,7 @@ class _LearnedAdmin(BigTableMixin, admin.ModelAdmin):
 
     def _act(self, request: HttpRequest, queryset: QuerySet[Any], action: str) -> None:
         actor = f"admin:{request.user.get_username()}"
-        changed = sum(guardrails.change_status(obj, action, actor=actor) for obj in queryset[:1000])
+        changed = sum(change_status(obj, action, actor=actor) for obj in queryset[:1000])
         level = messages.SUCCESS if changed else messages.WARNING
         self.message_user(request, f"{changed} of {queryset.count()} selected: {action}", level)
 

@@ -15,7 +15,8 @@ from django.utils.html import format_html
 
 from guardian_app.models import MemoryChunk, RecallKind
 from guardian_app.recall.index import index_status, index_workspace
-from guardian_app.recall.recall import MAX_K, MODES, InvalidRecallQuery, recall
+from guardian_app.recall.query import InvalidRecallQuery
+from guardian_app.recall.recall import MAX_K, MODES, recall
 from reflection_site.admin import ReadOnlyAdmin
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -22,8 +23,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from guardian_app.models import Opinion, OpinionEvidence, ReflectRun, ReportDelivery, SkillDraft
-from guardian_app.reflect.reflect import InvalidReflectRequest, enqueue_run, start_run
-from guardian_app.reflect.skills import SkillError, approve_draft, refresh_content, reject_draft
+from guardian_app.reflect.reflect import InvalidReflectRequest, start_run
+from guardian_app.reflect.skills import NAME_RE, SkillError, approve_draft, refresh_content, reject_draft
+from guardian_app.tasks import run_reflect
 from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, ReadOnlyInline
 from reflection_site.models import JobCheckpoint
 
@@ -197,7 +199,9 @@ class ReflectRunAdmin(ReadOnlyAdmin):
         except InvalidReflectRequest as exc:
             self.message_user(request, exc.message, messages.ERROR)
             return HttpResponseRedirect(changelist)
-        enqueue_run(run)
+        # After commit, a lambda (not functools.partial: Django logs a failed robust callback by its __qualname__);
+        # a dead broker leaves the run queued for the resume sweep.
+        transaction.on_commit(lambda: run_reflect.delay(run.id), robust=True)
         self.message_user(
             request,
             format_html(
@@ -278,8 +282,6 @@ class SkillDraftForm(forms.ModelForm):
             self.fields["steps_text"].initial = "\n".join(self.instance.steps or [])
 
     def clean_name(self) -> str:
-        from guardian_app.reflect.skills import NAME_RE
-
         name = self.cleaned_data["name"].strip()
         if not NAME_RE.match(name):
             raise forms.ValidationError("Lower-case letters, digits and hyphens, at most 64.")

@@ -35,10 +35,11 @@ from guardian_app.api.schemas import (
 )
 from guardian_app.errors import RollbackConflict
 from guardian_app.models import BehaviorCorrection, FileVersion, Rollback, WriteGuardianAudit
-from guardian_app.write import workspace
+from guardian_app.write import paths, workspace
 from guardian_app.write.corrections import correct_audit
 from guardian_app.write.guardian import retry_write
-from guardian_app.write.rollback import preview_rollback, rollback_session, rollback_write
+from guardian_app.write.rollback import preview_rollback, rollback_write
+from guardian_app.write.session_rollback import rollback_session
 from reflection_site import memory_files
 from reflection_site.api import ApiKey, CursorPagination, ErrorOut, authenticate_key
 from reflection_site.models import ApiKey as ApiKeyModel
@@ -259,7 +260,7 @@ def file_history(request: HttpRequest, file_name: str, filters: Query[HistoryFil
     with its diff and line counts. Reading records nothing: a hand edit not yet noticed becomes a version at the
     next drift check (beat entry `workspace-drift-check`) or write; `GET /guardian/files/{name}` tells whether
     the file changed by hand since."""
-    name = workspace.canonical_name(file_name)
+    name = paths.canonical_name(file_name)
     unsafe = workspace.refusal_of(name)
     if unsafe is not None:  # A link or a FIFO in its place: 409 (the admin keeps showing the history).
         raise unsafe

@@ -4,21 +4,37 @@ import datetime as dt
 import hmac
 import re
 from http import HTTPStatus
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
-from ninja import Field, ModelSchema, Query, Router, Schema
+from ninja import Query, Router
 from ninja.errors import AuthorizationError, HttpError
 from ninja.pagination import paginate
 from ninja.security import APIKeyHeader
-from pydantic import BeforeValidator, field_validator
 
 from guardian_app.api.audits import AnyScope
-from guardian_app.learning import guardrails, ratelimit
+from guardian_app.api.schemas_learning import (
+    NO_NOTE,
+    DecayOut,
+    EventFilter,
+    FeedbackIn,
+    FeedbackOut,
+    HitOut,
+    Kind,
+    LearningEventOut,
+    MemoryItemFilter,
+    MemoryItemOut,
+    MetricsOut,
+    RuleFilter,
+    RuleOut,
+    StatusChangeIn,
+    StatusChangeOut,
+)
+from guardian_app.learning import actions, decay, feedback, metrics, ratelimit
 from guardian_app.models import LearningEvent, MemoryItem, Rule
 from reflection_site.api import ApiKey, CursorPagination, ErrorOut, api, error_response
 from reflection_site.errors import ReflectionError
@@ -78,190 +94,6 @@ class LearningToken(APIKeyHeader):
         return "learning-token"
 
 
-# --- Schemas -------------------------------------------------------------------------------------
-_SKIN_TONES = re.compile("[\U0001f3fb-\U0001f3ff\ufe0f]")
-_FEEDBACK_VALUES = {"up": "up", "down": "down", "👍": "up", "👎": "down"}
-
-
-def _feedback_value(value: Any) -> Any:
-    """``up``/``down`` in any case, or the thumbs emoji in any skin tone."""
-    if isinstance(value, str):
-        return _FEEDBACK_VALUES.get(_SKIN_TONES.sub("", value).strip().lower(), value)
-    return value
-
-
-def _no_control(value: str | None) -> str | None:
-    if value is not None and any(ord(c) < 32 and c not in "\t\n\r" or ord(c) == 127 for c in value):
-        raise ValueError("must not contain control characters")
-    return value
-
-
-class FeedbackIn(Schema):
-    # The schema states what the validators below accept (no control characters; tab and newlines in a reason).
-    user_id: str = Field(
-        ...,
-        min_length=1,
-        max_length=255,
-        description="Who gave the feedback.",
-        json_schema_extra={
-            "pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
-        },
-    )
-    feedback: Annotated[Literal["up", "down"], BeforeValidator(_feedback_value)] = Field(
-        ..., description="`up` or `down`; 👍 and 👎 are accepted too."
-    )
-    reason: str | None = Field(
-        None,
-        max_length=4000,
-        description="Why; for `down` it is the rule to learn.",
-        json_schema_extra={"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"},
-    )
-    project_id: str = Field(guardrails.DEFAULT_PROJECT, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
-    source: Literal["api_feedback", "discord_reaction"] = "api_feedback"
-
-    _clean = field_validator("user_id", "reason")(_no_control)
-
-    @field_validator("user_id")
-    @classmethod
-    def _user_id_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
-
-
-class GuardrailsOut(Schema):
-    accepted: bool = Field(description="The guard accepted it (in shadow mode: would have; nothing applied).")
-    deduplicated: bool
-    reason: str | None = Field(
-        description="mem_accept, rule_accept, or why not: too_short, boilerplate, low_score, duplicate, "
-        "project_cap, no_candidate, reason_too_short, unclassified, rule_conflict, duplicate_feedback, "
-        "guardrails_disabled, guardrails_error."
-    )
-    shadow_mode: bool
-    event_id: str | None = Field(None, description="The learning event that records the decision.")
-    item_id: str | None = Field(None, description="The memory item or rule created.")
-
-
-class FeedbackOut(Schema):
-    ok: bool
-    deduplicated: bool
-    guardrails: GuardrailsOut
-
-
-class MemoryItemOut(ModelSchema):
-    class Meta:
-        model = MemoryItem
-        fields = [
-            "id", "project_id", "content", "fingerprint", "quality_score", "score", "status", "origin", "source",
-            "trace_id", "user_id", "last_hit_at", "hit_count", "expires_at", "created_at", "updated_at",
-        ]  # fmt: skip
-
-
-class RuleOut(ModelSchema):
-    class Meta:
-        model = Rule
-        fields = [
-            "id", "project_id", "rule_type", "content", "subject", "stance", "fingerprint", "priority", "confidence",
-            "base_confidence", "status", "conflict_with", "source", "trace_id", "user_id", "last_hit_at",
-            "hit_count", "created_at", "updated_at",
-        ]  # fmt: skip
-
-
-class LearningEventOut(ModelSchema):
-    class Meta:
-        model = LearningEvent
-        fields = [
-            "id", "project_id", "source", "trace_id", "user_id", "event_type", "reason", "ref_id", "shadow",
-            "payload_json", "created_at",
-        ]  # fmt: skip
-
-
-class RuleFilter(Schema):
-    status: Literal["active", "suppressed", "archived"] | None = None
-    rule_type: Literal["safety", "style", "routing"] | None = None
-    project_id: str | None = None
-
-
-class MemoryItemFilter(Schema):
-    status: Literal["active", "suppressed", "expired"] | None = None
-    project_id: str | None = None
-
-
-class EventFilter(Schema):
-    event_type: str | None = None
-    source: str | None = None
-    trace_id: str | None = None
-    project_id: str | None = None
-    shadow: bool | None = None
-
-
-Kind = Literal["rules", "memory-items"]
-
-
-class HitOut(Schema):
-    kind: str
-    id: str
-    status: str
-    hit_count: int
-    last_hit_at: dt.datetime | None
-
-
-class StatusChangeIn(Schema):
-    note: str = Field("", max_length=2000)
-
-
-NO_NOTE = StatusChangeIn()
-
-
-class StatusChangeOut(Schema):
-    kind: str
-    id: str
-    status: str
-    changed: bool
-
-
-class MetricCounts(Schema):
-    accepted: int
-    rejected: int
-    conflict: int
-    expired: int
-    rate_limited: int
-    errors: int
-
-
-class DailyMetrics(MetricCounts):
-    day: dt.date
-
-
-class MetricsOut(MetricCounts):
-    window: str
-    since: dt.datetime
-    until: dt.datetime
-    project_id: str | None
-    hit_rate: float | None = Field(
-        description="Share of active memory items and rules hit at least once in the window."
-    )
-    shadow: MetricCounts = Field(description="Decisions recorded in shadow mode (not applied).")
-    active: dict[str, int]
-    hits: dict[str, int]
-    daily: list[DailyMetrics]
-    shadow_mode: bool
-    guardrails_enabled: bool
-
-
-class DecayOut(Schema):
-    memory_items_decayed: int
-    rules_decayed: int
-    memory_items_expired: int
-    rules_archived: int
-    memory_items_over_cap: int
-    rules_over_cap: int
-    requeued: int
-    rate_limit_rows_purged: int
-    shadow: bool
-    enabled: bool
-
-
 # --- Feedback ------------------------------------------------------------------------------------
 @router.post(
     "/traces/{turn_id}/feedback",
@@ -287,7 +119,7 @@ def trace_feedback(request: HttpRequest, response: HttpResponse, turn_id: str, p
     turn = get_object_or_404(
         ConversationTurn.objects.only("id", "user_message_content", "agent_message_content"), id=turn_id
     )
-    outcome, limit = guardrails.receive_feedback(
+    outcome, limit = feedback.receive_feedback(
         turn,
         user_id=payload.user_id,
         feedback=payload.feedback,
@@ -383,7 +215,7 @@ def list_events(request: HttpRequest, filters: Query[EventFilter]) -> QuerySet[L
 )
 def record_hit(request: HttpRequest, kind: Kind, item_id: str) -> dict[str, Any]:
     """The agent used this rule or memory item; decay honours hits (and a hit postpones expiry)."""
-    obj = guardrails.record_hit(kind, item_id)
+    obj = actions.record_hit(kind, item_id)
     return {
         "kind": kind,
         "id": obj.id,
@@ -407,9 +239,9 @@ def change_status(
     payload: StatusChangeIn = NO_NOTE,  # Optional: no body is no note (an object, never null).
 ) -> dict[str, Any]:
     """Suppress, archive (memory items: expire) or reactivate; recorded as a learning event."""
-    obj = get_object_or_404(guardrails.KINDS[kind], id=item_id)
+    obj = get_object_or_404(actions.KINDS[kind], id=item_id)
     actor = f"api:{getattr(request.auth, 'name', 'key')}"
-    changed = guardrails.change_status(obj, action, actor=actor, note=payload.note if payload else "")
+    changed = actions.change_status(obj, action, actor=actor, note=payload.note if payload else "")
     return {"kind": kind, "id": obj.id, "status": obj.status, "changed": changed}
 
 
@@ -433,9 +265,9 @@ def parse_window(window: str) -> dt.timedelta:
 def learning_metrics(request: HttpRequest, window: str = "7d", project_id: str | None = None) -> dict[str, Any]:
     """Accepted, rejected, conflict, expired and rate-limited decisions in the window, and the hit rate."""
     now = timezone.now()
-    metrics = guardrails.learning_metrics(since=now - parse_window(window), until=now, project_id=project_id)
+    counts = metrics.learning_metrics(since=now - parse_window(window), until=now, project_id=project_id)
     return {
-        **metrics,
+        **counts,
         "window": window.strip(),
         "shadow_mode": settings.LEARNING_SHADOW_MODE,
         "guardrails_enabled": settings.LEARNING_GUARDRAILS_ENABLED,
@@ -445,7 +277,7 @@ def learning_metrics(request: HttpRequest, window: str = "7d", project_id: str |
 @router.post("/learning/decay", auth=ApiKey("operate"), response={200: DecayOut, **_ERRORS}, url_name="run_decay")
 def run_decay(request: HttpRequest) -> dict[str, Any]:
     """Run the daily decay now (the beat entry `learning-decay` runs it at 03:00)."""
-    return guardrails.decay_learning().summary()
+    return decay.decay_learning().summary()
 
 
 __all__ = ["router", "LearningToken"]

@@ -4,151 +4,38 @@
 audits under ``/guardian/audits?source=reflect``).
 """
 
-import datetime as dt
-import re
 from dataclasses import asdict
 from http import HTTPStatus
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
-from ninja import Field, Query, Router, Schema, Status
+from ninja import Query, Router, Status
 from ninja.pagination import paginate
-from pydantic import field_validator
 
+from guardian_app.api.schemas_reflect import (
+    DailyReportOut,
+    OpinionFilter,
+    OpinionOut,
+    ReflectIn,
+    ReflectRunOut,
+    ReportParams,
+    SessionReportOut,
+)
 from guardian_app.models import Opinion, OpinionEvidence, ReflectRun
 from guardian_app.recall.retain import entity_key
-from guardian_app.reflect.reflect import enqueue_run, run_audits, start_run
+from guardian_app.reflect.reflect import start_run
 from guardian_app.reflect.reports import daily_report, session_report
+from guardian_app.tasks import run_reflect
 from reflection_site.api import ApiKey, CursorPagination, ErrorOut
+from sessions_app.models import ConversationSession
 
 router = Router(tags=["reflect"], auth=ApiKey("read"))
 
 _ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
-
-
-# --- Schemas --------------------------------------------------------------------------------------
-class EvidenceOut(Schema):
-    fact_id: str = Field(..., description="Stable id of the fact (a hash of its file and text).")
-    source: str = Field(..., examples=["memory/2025-11-27.md#L12"])
-    content: str
-    fact_date: dt.datetime
-    strength: float
-    confidence_before: float
-    confidence_after: float
-
-
-class OpinionOut(Schema):
-    id: str
-    entity: str
-    statement: str
-    confidence: float = Field(..., ge=0, le=1)
-    last_updated: dt.datetime
-    created_at: dt.datetime
-    supporting_count: int
-    contradicting_count: int
-    source: str = Field(..., description="Where the opinion was first stated.")
-    supporting: list[EvidenceOut]
-    contradicting: list[EvidenceOut]
-
-    @staticmethod
-    def resolve_supporting(obj: Opinion) -> list[OpinionEvidence]:
-        return [e for e in obj.evidence.all() if e.stance == OpinionEvidence.Stance.SUPPORTS]
-
-    @staticmethod
-    def resolve_contradicting(obj: Opinion) -> list[OpinionEvidence]:
-        return [e for e in obj.evidence.all() if e.stance == OpinionEvidence.Stance.CONTRADICTS]
-
-
-class OpinionFilter(Schema):
-    entity: str | None = Field(None, max_length=255, description="An entity (Peter, @Peter, the-castle).")
-    min_confidence: float | None = Field(None, ge=0, le=1)
-
-
-class ReportParams(Schema):
-    date: dt.date | None = Field(None, description="YYYY-MM-DD in the server's time zone (default: today).")
-
-    @field_validator("date", mode="before")
-    @classmethod
-    def _iso_date(cls, value: Any) -> Any:
-        # pydantic would read "0" or "1700000000" as a Unix time: a typo must not become another day's report.
-        if isinstance(value, str) and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-            raise ValueError("use YYYY-MM-DD")
-        return value
-
-
-class CountsOut(Schema):
-    created: int
-    merged: int
-    skipped: int
-    held: int
-    refused: int
-    failed: int
-    rolled_back: int
-
-
-class SessionReportOut(Schema):
-    session: str
-    turns: int
-    counts: CountsOut
-    highlights: list[str]
-
-
-class HighlightOut(Schema):
-    kind: str
-    text: str
-    pivotal: bool
-    ref: str
-
-
-class DailyReportOut(Schema):
-    date: dt.date
-    pivotal: bool = Field(..., description="Rollbacks, facts held for review, failures or large opinion moves.")
-    counts: CountsOut
-    turns: int
-    gate: dict[str, int]
-    sessions: list[SessionReportOut]
-    highlights: list[HighlightOut]
-    reflect_runs: list[dict[str, Any]]
-    markdown: str
-
-
-class ReflectIn(Schema):
-    since: str | None = Field(None, max_length=40, description="30d, 12h, 1w or an ISO date; default: the last run.")
-    until: str | None = Field(None, max_length=40, description="As `since`; default now.")
-    dry_run: bool = False
-
-
-class ReflectRunOut(Schema):
-    id: str
-    status: str
-    stage: str
-    since: dt.datetime
-    until: dt.datetime
-    dry_run: bool
-    requested_by: str
-    facts_count: int
-    entities_count: int
-    pages_written: int
-    pages_unchanged: int
-    pages_refused: int
-    opinions_created: int
-    opinions_updated: int
-    memory_proposals: int
-    skill_drafts: int
-    llm_model: str
-    error: str
-    stats: dict[str, Any]
-    audit_ids: list[str]
-    created_at: dt.datetime
-    started_at: dt.datetime | None
-    finished_at: dt.datetime | None
-
-    @staticmethod
-    def resolve_audit_ids(obj: ReflectRun) -> list[str]:
-        return [a.id for a in run_audits(obj)]
 
 
 # --- Operations -----------------------------------------------------------------------------------
@@ -187,8 +74,6 @@ def get_daily_report(request: HttpRequest, params: Query[ReportParams]) -> dict[
 @router.get("/reports/sessions/{session_id}", response={200: SessionReportOut, **_ERRORS}, url_name="session_report")
 def get_session_report(request: HttpRequest, session_id: str) -> dict[str, Any]:
     """One session's change report, all days: facts created, merged, skipped, refused, failed, rolled back."""
-    from sessions_app.models import ConversationSession
-
     get_object_or_404(ConversationSession, id=session_id)
     report = session_report(session_id)
     return {
@@ -208,7 +93,9 @@ def post_reflect(request: HttpRequest, payload: ReflectIn) -> Status:
         dry_run=payload.dry_run,
         requested_by=f"api:{getattr(request.auth, 'name', 'unknown')}",
     )
-    enqueue_run(run)
+    # After commit, a lambda (not functools.partial: Django logs a failed robust callback by its __qualname__);
+    # a dead broker leaves the run queued for the resume sweep.
+    transaction.on_commit(lambda: run_reflect.delay(run.id), robust=True)
     return Status(HTTPStatus.ACCEPTED, run)
 
 

@@ -35,9 +35,14 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+import redis
+from axes.helpers import get_client_username, get_cool_off, get_failure_limit
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
+from django.template.response import TemplateResponse
 from django.utils import timezone
+
+from guardian_app.models import LearningRateLimit
 
 logger = logging.getLogger(__name__)
 
@@ -229,8 +234,6 @@ def _redis_script(url: str) -> Any:
     with _lock:
         script = _clients.get(url)
         if script is None:
-            import redis
-
             # Short timeouts: a dead or unreachable Redis costs a request at most a fraction of a second.
             client = redis.Redis.from_url(url, socket_connect_timeout=0.25, socket_timeout=0.5)
             script = client.register_script(LUA_HIT)
@@ -251,8 +254,6 @@ def _peek_redis(key: str) -> int:
 
 # --- Database ------------------------------------------------------------------------------------
 def _hit_database(key: str, *, expires_at: float) -> int:
-    from guardian_app.models import LearningRateLimit
-
     global _calls
     table = connection.ops.quote_name(LearningRateLimit._meta.db_table)
     expires = connection.ops.adapt_datetimefield_value(dt.datetime.fromtimestamp(expires_at, tz=dt.UTC))
@@ -272,16 +273,12 @@ def _hit_database(key: str, *, expires_at: float) -> int:
 
 
 def _peek_database(key: str) -> int:
-    from guardian_app.models import LearningRateLimit
-
     count = LearningRateLimit.objects.filter(bucket_key=key).values_list("count", flat=True).first()
     return int(count or 0)
 
 
 def purge_expired() -> int:
     """Delete the counters of windows that have ended; the decay job calls it too."""
-    from guardian_app.models import LearningRateLimit
-
     try:
         deleted, _ = LearningRateLimit.objects.filter(expires_at__lt=timezone.now()).delete()
     except DatabaseError as exc:
@@ -303,9 +300,6 @@ def reset_for_tests() -> None:
 # --- The admin's login (django-axes) ---------------------------------------------------------------
 def admin_lockout_response(request: Any, original_response: Any = None, credentials: Any = None) -> Any:
     """django-axes' ``AXES_LOCKOUT_CALLABLE``: a 429 page that says what to do, with ``Retry-After``."""
-    from axes.helpers import get_client_username, get_cool_off, get_failure_limit
-    from django.template.response import TemplateResponse
-
     cool_off = get_cool_off(request)
     seconds = int(cool_off.total_seconds()) if cool_off else 0
     context = {

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 from django.conf import settings
@@ -153,8 +154,6 @@ def load_local_embedder() -> LocalEmbedder:
         if _local is not None:
             return _local
         try:
-            from pathlib import Path
-
             import wordllama
             from wordllama import WordLlama
 

@@ -1,9 +1,7 @@
 """The recall index: an incremental, always-rebuildable index of the workspace's Markdown (seeds 001 and 003).
 
-What is indexed, all under ``WORKSPACE_DIR`` and nothing outside it (a symlink that leaves the workspace
-is skipped, symlinked folders are not followed): the five memory files, ``memory/YYYY-MM-DD.md`` daily logs
-(a ``YYYY-MM-DD-topic.md`` too) and ``bank/**/*.md`` pages (``world.md``, ``experience.md``,
-``opinions.md``, ``entities/<Name>.md``).
+What is indexed: ``guardian_app.recall.sources``; conversations: ``guardian_app.recall.transcripts``; the lock,
+the full-text objects and the meta rows: ``guardian_app.recall.storage``.
 
 ``index_workspace`` is incremental:
 
@@ -26,314 +24,54 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import hashlib
-import json
 import logging
 import os
-import re
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Count, Max, Q
 from django.utils import timezone
-from filelock import FileLock
 
-from guardian_app.models import MemoryChunk, MemoryIndexFile, MemoryIndexMeta
-from guardian_app.recall.chunking import Chunk, chunk_markdown, search_text
+from guardian_app.models import MemoryChunk, MemoryIndexFile
 from guardian_app.recall.embeddings import CacheStats, EmbeddingError, current_config, embed_with_cache
-from guardian_app.recall.retain import entity_key, parse_time_range
+from guardian_app.recall.sources import (
+    SOURCE,
+    IndexReport,
+    SourceFile,
+    chunk_hash,
+    daily_log_date,
+    file_chunks,
+    indexed_text,
+    inside,
+    is_indexable,
+    new_chunk,
+    workspace_files,
+)
+from guardian_app.recall.storage import (
+    META_KEY,
+    bump_generation,
+    ensure_search_schema,
+    index_generation,
+    index_lock,
+    read_meta,
+    write_meta,
+)
+from guardian_app.recall.transcripts import SESSIONS_META_KEY, index_sessions
+from guardian_app.recall.vectors import matrix_dir, save_vector_matrix
 from reflection_site import memory_files
-from reflection_site.ids import new_ulid
 
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = (
     2  # 2: valid_from/valid_until. Bump when chunking or search tokens change: the next run re-chunks every file.
 )
-META_KEY = "memory_index_meta_v1"  # Seed 003's key.
-GENERATION_KEY = "index_generation"
-SOURCE = "memory"
-_DAILY_LOG = re.compile(r"^memory/(\d{4})-(\d{2})-(\d{2})(?:[-_][^/]*)?\.md$")
-_BANK_PAGE = re.compile(r"^bank/(?:[^/.][^/]*/)*[^/.][^/]*\.md$")
-_BANK_KINDS = {"bank/world.md": "world", "bank/experience.md": "experience", "bank/opinions.md": "opinion"}
 _EMBED_BATCH = 1024
-_ADVISORY_LOCK_KEY = 0x5245_4341  # "RECA"
-
 Progress = Callable[[int, int, str], None]
-
-# The full-text index beside memory_index_chunks; the recall_index migration creates the same objects.
-SQLITE_FTS_SQL = [
-    """CREATE VIRTUAL TABLE IF NOT EXISTS memory_index_chunks_fts USING fts5(
-        search_text, content='memory_index_chunks', content_rowid='id',
-        tokenize='porter unicode61 remove_diacritics 2')""",
-    """CREATE TRIGGER IF NOT EXISTS memory_index_chunks_fts_ai AFTER INSERT ON memory_index_chunks BEGIN
-        INSERT INTO memory_index_chunks_fts(rowid, search_text) VALUES (new.id, new.search_text);
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS memory_index_chunks_fts_ad AFTER DELETE ON memory_index_chunks BEGIN
-        INSERT INTO memory_index_chunks_fts(memory_index_chunks_fts, rowid, search_text)
-        VALUES ('delete', old.id, old.search_text);
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS memory_index_chunks_fts_au AFTER UPDATE OF search_text ON memory_index_chunks BEGIN
-        INSERT INTO memory_index_chunks_fts(memory_index_chunks_fts, rowid, search_text)
-        VALUES ('delete', old.id, old.search_text);
-        INSERT INTO memory_index_chunks_fts(rowid, search_text) VALUES (new.id, new.search_text);
-    END""",
-]
-SQLITE_FTS_OBJECTS = {
-    "memory_index_chunks_fts",
-    "memory_index_chunks_fts_ai",
-    "memory_index_chunks_fts_ad",
-    "memory_index_chunks_fts_au",
-}
-POSTGRES_FTS_SQL = [
-    """ALTER TABLE memory_index_chunks ADD COLUMN IF NOT EXISTS search_vector tsvector
-        GENERATED ALWAYS AS (to_tsvector('english'::regconfig, search_text)) STORED""",
-    # Fast update off: a pending list would be scanned by every search until a vacuum (migration 0007).
-    "CREATE INDEX IF NOT EXISTS memory_index_chunks_search ON memory_index_chunks USING GIN (search_vector) "
-    "WITH (fastupdate = off)",
-]
-
-
-@dataclass
-class IndexReport:
-    files_seen: int = 0
-    files_indexed: int = 0
-    files_unchanged: int = 0
-    files_removed: int = 0
-    files_too_large: list[str] = field(default_factory=list)
-    chunks_added: int = 0
-    chunks_removed: int = 0
-    chunks_moved: int = 0
-    chunks_kept: int = 0
-    embedded: int = 0
-    embedding_cache_hits: int = 0
-    embedding_error: str | None = None
-    took_ms: float = 0.0
-
-    @property
-    def changed(self) -> bool:
-        return bool(
-            self.chunks_added or self.chunks_removed or self.chunks_moved or self.embedded or self.embedding_cache_hits
-        )
-
-    def summary(self) -> str:
-        line = (
-            f"{self.files_seen} file(s): {self.files_indexed} indexed, {self.files_unchanged} unchanged, "
-            f"{self.files_removed} removed; chunks +{self.chunks_added} -{self.chunks_removed} "
-            f"~{self.chunks_moved} moved, {self.chunks_kept} kept; embedded {self.embedded} "
-            f"({self.embedding_cache_hits} from cache) in {self.took_ms:.0f} ms"
-        )
-        if self.embedding_error:
-            line += f"; embeddings failed: {self.embedding_error}"
-        return line
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    path: str  # relative, with "/"
-    absolute: Path
-
-
-# --- What is indexed --------------------------------------------------------------------------------
-def is_indexable(path: str) -> bool:
-    """Whether a workspace-relative path is one the index covers (the patterns above)."""
-    files = memory_files.active().files
-    return path in files or bool(_DAILY_LOG.match(path)) or bool(_BANK_PAGE.match(path))
-
-
-def daily_log_date(path: str) -> dt.date | None:
-    match = _DAILY_LOG.match(path)
-    if match is None:
-        return None
-    try:
-        return dt.date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-    except ValueError:
-        return None
-
-
-def _inside(root: Path, candidate: Path) -> bool:
-    try:
-        candidate.resolve(strict=True).relative_to(root)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-def workspace_files(root: Path | None = None) -> list[SourceFile]:
-    """Every indexable file under the workspace, sorted by path."""
-    root = Path(root or settings.WORKSPACE_DIR).resolve()
-    found: list[SourceFile] = []
-    profile = memory_files.active()  # Its files; its bank/ pages live under pages_dir (memory/bank/ for OpenClaw).
-    for name in profile.files:
-        candidate = root / name
-        if candidate.is_file() and _inside(root, candidate):
-            found.append(SourceFile(name, candidate))
-    logs = root / "memory"
-    if logs.is_dir() and not logs.is_symlink():
-        for entry in os.scandir(logs):
-            rel = f"memory/{entry.name}"
-            if _DAILY_LOG.match(rel) and entry.is_file() and _inside(root, Path(entry.path)):
-                found.append(SourceFile(rel, Path(entry.path)))
-    bank = root / profile.pages_dir / "bank"
-    if bank.is_dir() and not bank.is_symlink():
-        for folder, dirs, files in os.walk(bank):  # Symlinked folders are not followed.
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
-            for name in files:
-                absolute = Path(folder) / name
-                rel = f"bank/{absolute.relative_to(bank).as_posix()}"  # a page's name, wherever it lives
-                if _BANK_PAGE.match(rel) and _inside(root, absolute):
-                    found.append(SourceFile(rel, absolute))
-    return sorted(found, key=lambda f: f.path)
-
-
-def _context(path: str) -> str:
-    """The words that say where a chunk is: ``USER``, ``2026-02-03``, ``The-Castle``, ``world``."""
-    day = daily_log_date(path)
-    if day is not None:
-        return day.isoformat()
-    if path.startswith("bank/entities/"):
-        return Path(path).stem
-    return Path(path).stem
-
-
-def indexed_text(path: str, heading: str, text: str) -> str:
-    """What is embedded and hashed for a chunk: where it is, its heading, its lines."""
-    context = _context(path)
-    if heading:
-        context = f"{context} › {heading}"
-    return f"{context}\n{text}"
-
-
-def chunk_hash(path: str, heading: str, text: str) -> str:
-    return hashlib.sha256(indexed_text(path, heading, text).encode()).hexdigest()
-
-
-def file_chunks(path: str, text: str) -> list[Chunk]:
-    return chunk_markdown(text, max_tokens=settings.RECALL_CHUNK_TOKENS, overlap=settings.RECALL_CHUNK_OVERLAP)
-
-
-def _entities_for(path: str, chunk: Chunk) -> list[str]:
-    names = list(chunk.entities)
-    if path.startswith("bank/entities/"):
-        page = Path(path).stem
-        if entity_key(page) not in {entity_key(n) for n in names}:
-            names.insert(0, page)
-    return names
-
-
-def _entity_keys(names: Iterable[str]) -> str:
-    keys = [entity_key(n) for n in names]
-    return f"|{'|'.join(keys)}|" if keys else ""
-
-
-def _new_chunk(path: str, chunk: Chunk, digest: str, timestamp: dt.datetime) -> MemoryChunk:
-    entities = _entities_for(path, chunk)
-    valid_from, valid_until = parse_time_range(chunk.content or chunk.text, daily_log_date(path) or timestamp.date())
-    return MemoryChunk(
-        path=path,
-        source=SOURCE,
-        start_line=chunk.start_line,
-        end_line=chunk.end_line,
-        hash=digest,
-        model="",
-        text=chunk.text,
-        heading=chunk.heading[:512],
-        search_text=search_text(indexed_text(path, chunk.heading, chunk.text) + " " + " ".join(entities)),
-        embedding=None,
-        kind=chunk.kind or _BANK_KINDS.get(path),
-        entities=entities,
-        entity_keys=_entity_keys(entities),
-        confidence=chunk.confidence,
-        content=chunk.content,
-        timestamp=timestamp,
-        valid_from=valid_from,
-        valid_until=valid_until,
-    )
-
-
-# --- Locking and the full-text schema ---------------------------------------------------------------
-@contextmanager
-def index_lock(timeout: float = 300) -> Iterator[None]:
-    """One index run at a time: a file lock per machine, plus an advisory lock across machines on PostgreSQL."""
-    data_dir = Path(settings.DATA_DIR)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(data_dir / "recall-index.lock"), timeout=timeout):
-        if connection.vendor != "postgresql":
-            yield
-            return
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s)", [_ADVISORY_LOCK_KEY])
-        try:
-            yield
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [_ADVISORY_LOCK_KEY])
-
-
-def ensure_search_schema() -> bool:
-    """Recreate the full-text objects if they are missing; True when something was repaired.
-
-    On SQLite a later migration that rebuilds ``memory_index_chunks`` (Django copies the table) drops its
-    triggers, so every index run checks them and, if needed, recreates them and rebuilds the FTS table.
-    """
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            placeholders = ", ".join(["%s"] * len(SQLITE_FTS_OBJECTS))
-            cursor.execute(f"SELECT name FROM sqlite_master WHERE name IN ({placeholders})", sorted(SQLITE_FTS_OBJECTS))
-            if {row[0] for row in cursor.fetchall()} == SQLITE_FTS_OBJECTS:
-                return False
-            with transaction.atomic():
-                for statement in SQLITE_FTS_SQL:
-                    cursor.execute(statement)
-                cursor.execute("INSERT INTO memory_index_chunks_fts(memory_index_chunks_fts) VALUES ('rebuild')")
-            logger.warning("recall index: recreated the FTS5 table and triggers")
-            return True
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "SELECT 1 FROM information_schema.columns WHERE table_name = 'memory_index_chunks' AND column_name = 'search_vector'"
-            )
-            if cursor.fetchone():
-                return False
-            for statement in POSTGRES_FTS_SQL:
-                cursor.execute(statement)
-            logger.warning("recall index: recreated the search_vector column")
-            return True
-    return False
-
-
-# --- Meta ---------------------------------------------------------------------------------------------
-def read_meta(key: str = META_KEY) -> dict:
-    row = MemoryIndexMeta.objects.filter(key=key).first()
-    if row is None:
-        return {}
-    try:
-        value = json.loads(row.value)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {"value": value}
-
-
-def write_meta(key: str, value: dict | str) -> None:
-    MemoryIndexMeta.objects.update_or_create(key=key, defaults={"value": json.dumps(value, sort_keys=True)})
-
-
-def index_generation() -> str:
-    """A new random token whenever chunks change; processes keep their vector matrix until it moves.
-
-    Random rather than a counter, so that an index dropped and built again never repeats an old value.
-    """
-    row = MemoryIndexMeta.objects.filter(key=GENERATION_KEY).values_list("value", flat=True).first()
-    return row or ""
-
-
-def _bump_generation() -> None:
-    write_meta(GENERATION_KEY, new_ulid())
 
 
 def _chunking_params() -> dict:
@@ -381,6 +119,7 @@ def _index_file(
     report: IndexReport,
     trust_stat: bool = True,
 ) -> None:
+    # Inside: guardian_app.write.similarity imports recall's embeddings, so a module-level import would loop.
     from guardian_app.write.workspace import open_regular
 
     try:
@@ -452,7 +191,7 @@ def _index_open_file(
             else:
                 report.chunks_kept += 1
             continue
-        row = _new_chunk(source.path, chunk, chunk_digest, fallback_time)
+        row = new_chunk(source.path, chunk, chunk_digest, fallback_time)
         previous = carried.get((source.path, chunk_digest))
         if previous:
             row.timestamp, row.hits, row.last_hit_at = previous.pop(0)
@@ -535,121 +274,11 @@ def _embed_pending(report: IndexReport) -> None:
         write_meta(META_KEY, wanted)
 
 
-# --- Conversations (seed 003's "sessions" source) ---------------------------------------------------------
-SESSIONS_SOURCE = "sessions"
-SESSIONS_META_KEY = "sessions_index"
-# Turns are read from a little before the last one indexed: a turn committed late (a longer transaction, another
-# web process) has an earlier created_at than one already seen. Its chunk hash says whether it is already in.
-_SESSIONS_OVERLAP = dt.timedelta(minutes=5)
-_SESSIONS_BATCH = 1000
-_SESSIONS_PRUNE_EVERY = dt.timedelta(hours=1)
-
-
-def session_path(session_id: str) -> str:
-    return f"{SESSIONS_SOURCE}/{session_id}"
-
-
-def turn_text(user_from: str | None, user_message: str, agent_message: str) -> str:
-    """A turn as the index stores it: each speaker on its own paragraph."""
-    return f"{user_from or 'user'}: {user_message.strip()}\n\nagent: {agent_message.strip()}"
-
-
-def index_sessions(report: IndexReport | None = None) -> int:
-    """Index the conversation turns stored since the last run (a delta); returns the chunks added.
-
-    1. Turns created since the watermark (less an overlap) are read in batches, oldest first.
-    2. Each becomes one chunk, or several for a long turn (the Markdown packer's limit), with path
-       ``sessions/<session id>``, lines = the turn number (the result's source is ``<session>#<turn>``),
-       heading = speaker and date, timestamp = when the turn was stored. A chunk whose hash is already in
-       the index (the overlap, a second run) is skipped.
-    3. Chunks of sessions that no longer exist (retention) are deleted.
-    Runs inside ``index_workspace``'s lock (the every-minute beat and the CLI); ingest is not touched.
-    """
-    from sessions_app.models import ConversationTurn
-
-    report = report if report is not None else IndexReport()
-    meta = read_meta(SESSIONS_META_KEY)
-    since = dt.datetime.fromisoformat(meta["lastCreatedAt"]) - _SESSIONS_OVERLAP if meta.get("lastCreatedAt") else None
-    added = 0
-    last_key: tuple[dt.datetime, str] | None = None
-    while True:
-        turns = ConversationTurn.objects.order_by("created_at", "id")
-        if last_key is not None:
-            turns = turns.filter(Q(created_at__gt=last_key[0]) | Q(created_at=last_key[0], id__gt=last_key[1]))
-        elif since is not None:
-            turns = turns.filter(created_at__gte=since)
-        batch = list(
-            turns.values_list(
-                "id",
-                "session_id",
-                "turn_number",
-                "user_from",
-                "user_message_content",
-                "agent_message_content",
-                "created_at",
-            )[:_SESSIONS_BATCH]
-        )
-        if not batch:
-            break
-        last_key = (batch[-1][6], batch[-1][0])
-        rows: list[MemoryChunk] = []
-        for turn_id, session_id, number, user_from, user_message, agent_message, created in batch:
-            path = session_path(session_id)
-            heading = f"{user_from or 'user'} and agent, {timezone.localtime(created):%Y-%m-%d %H:%M}"
-            for piece in file_chunks(path, turn_text(user_from, user_message, agent_message)):
-                digest = hashlib.sha256(f"{turn_id}\n{piece.start_line}\n{piece.text}".encode()).hexdigest()
-                rows.append(
-                    MemoryChunk(
-                        path=path[:512],
-                        source=SESSIONS_SOURCE,
-                        start_line=number,
-                        end_line=number,
-                        hash=digest,
-                        model="",
-                        text=piece.text,
-                        heading=heading[:512],
-                        search_text=search_text(indexed_text(path, heading, piece.text)),
-                        embedding=None,
-                        content=piece.text,
-                        timestamp=created,
-                    )
-                )
-        known = set(
-            MemoryChunk.objects.filter(source=SESSIONS_SOURCE, hash__in=[r.hash for r in rows]).values_list(
-                "hash", flat=True
-            )
-        )
-        rows = [r for r in rows if r.hash not in known]
-        with transaction.atomic():
-            MemoryChunk.objects.bulk_create(rows, batch_size=500)
-            write_meta(SESSIONS_META_KEY, {**read_meta(SESSIONS_META_KEY), "lastCreatedAt": last_key[0].isoformat()})
-        added += len(rows)
-    removed = 0
-    pruned_at = meta.get("prunedAt")
-    now = timezone.now()
-    if added or not pruned_at or now - dt.datetime.fromisoformat(pruned_at) > _SESSIONS_PRUNE_EVERY:
-        # Sessions deleted by retention lose their chunks; a scan of the transcript chunks, so at most hourly.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "DELETE FROM memory_index_chunks WHERE source = %s AND NOT EXISTS "
-                "(SELECT 1 FROM sessions s WHERE s.id = substr(memory_index_chunks.path, %s))",
-                [SESSIONS_SOURCE, len(SESSIONS_SOURCE) + 2],
-            )
-            removed = cursor.rowcount
-        latest = read_meta(SESSIONS_META_KEY)
-        write_meta(SESSIONS_META_KEY, {**latest, "prunedAt": now.isoformat()})
-    report.chunks_added += added
-    report.chunks_removed += removed
-    return added
-
-
 def _save_vector_matrix() -> None:
     """Full runs (the minute beat, the CLI) leave the current generation's vector matrix on disk for recall's
     first query to map; a re-index of one file does not (at 100k chunks the save reads every vector)."""
-    from guardian_app.recall.recall import _matrix_dir, save_vector_matrix
-
     config = current_config()
-    if config is None or _matrix_dir(config.label, index_generation()).is_dir():
+    if config is None or matrix_dir(config.label, index_generation()).is_dir():
         return
     try:
         save_vector_matrix(config.label)
@@ -694,7 +323,7 @@ def index_workspace(
             for ignored in set(paths) - set(wanted):
                 logger.warning("recall index: %r is not a file the index covers; ignored", ignored)
             on_disk = {p: root / memory_files.active().disk_path(p) for p in wanted}
-            sources = [SourceFile(p, on_disk[p]) for p in wanted if on_disk[p].is_file() and _inside(root, on_disk[p])]
+            sources = [SourceFile(p, on_disk[p]) for p in wanted if on_disk[p].is_file() and inside(root, on_disk[p])]
             known = {row.path: row for row in MemoryIndexFile.objects.filter(path__in=wanted)}
             vanished = sorted(set(wanted) - {s.path for s in sources})
 
@@ -722,7 +351,7 @@ def index_workspace(
             index_sessions(report)
         _embed_pending(report)
         if report.changed or report.files_removed or rechunk:
-            _bump_generation()
+            bump_generation()
         if paths is None:
             _save_vector_matrix()
     report.took_ms = (time.perf_counter() - started) * 1000
@@ -733,8 +362,6 @@ def index_workspace(
 
 def index_status() -> dict:
     """What the admin page and ``memory index`` show about the index."""
-    from django.db.models import Count, Max
-
     config = current_config()
     totals = MemoryChunk.objects.aggregate(chunks=Count("id"), last=Max("updated_at"))
     embedded = MemoryChunk.objects.filter(model=config.label).exclude(embedding__isnull=True).count() if config else 0
@@ -750,6 +377,7 @@ def index_status() -> dict:
 
 def enqueue_index(file_name: str | None = None) -> None:
     """Ask a worker to re-index (just ``file_name`` when given); a dead broker is logged, the beat catches up."""
+    # Inside: guardian_app.tasks imports this module (and stands above the recall package).
     from guardian_app.tasks import run_memory_index
 
     try:

@@ -36,7 +36,13 @@ from typing import Any
 
 from django.conf import settings
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+from guardian_app.models import MemoryChunk
+from guardian_app.recall.index import index_workspace
+from guardian_app.recall.recall import recall
+from guardian_app.recall.sources import indexed_text
+from sessions_app.models import ConversationSession, ConversationTurn
+
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 LONGMEMEVAL_DIR = FIXTURES / "recall_longmemeval"
 CORPUS_DIR = FIXTURES / "recall_corpus"
 KS = (5, 10)
@@ -182,9 +188,6 @@ class Bm25Baseline:
     """Plain FTS5 bm25 over the index's chunks (unicode61, words ORed): the figure to beat."""
 
     def __init__(self) -> None:
-        from guardian_app.models import MemoryChunk
-        from guardian_app.recall.index import indexed_text
-
         self.db = sqlite3.connect(":memory:")
         self.db.execute("CREATE VIRTUAL TABLE chunks USING fts5(body, path UNINDEXED, start UNINDEXED, end UNINDEXED)")
         rows = MemoryChunk.objects.values_list("path", "heading", "text", "start_line", "end_line")
@@ -292,8 +295,6 @@ def write_workspace(dataset: Dataset, root: Path) -> None:
 
 def store_turns(turns: list[Turn]) -> None:
     """The data set's conversations as stored turns (as ingest stores them), replacing any stored before."""
-    from sessions_app.models import ConversationSession, ConversationTurn
-
     if not turns:
         return
     ConversationSession.objects.filter(id__in={t.session_id for t in turns}).delete()
@@ -323,10 +324,6 @@ def evaluate(dataset: Dataset, *, mode: str = "auto", split: str | None = None) 
     Needs a database (Django's current connection) and an empty workspace: it replaces ``memory/`` and ``bank/``
     and overwrites the five files the data set has.
     """
-    from guardian_app.models import MemoryChunk
-    from guardian_app.recall.index import index_workspace
-    from guardian_app.recall.recall import recall
-
     root = Path(settings.WORKSPACE_DIR)
     write_workspace(dataset, root)
     store_turns(dataset.turns)

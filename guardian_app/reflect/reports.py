@@ -39,6 +39,7 @@ from guardian_app.models import (
     WriteGuardianAudit,
 )
 from guardian_app.reflect.webhook import WebhookError, post_json, webhook_target
+from sessions_app.models import ConversationTurn, MemoryGateDecision
 
 logger = logging.getLogger(__name__)
 
@@ -146,34 +147,75 @@ def _group(audit: WriteGuardianAudit) -> str:
     return audit.session_id or f"({audit.source})"
 
 
+# Of an audit, what the counts and highlights read.
+_COUNTED_FIELDS = (
+    "status",
+    "held_for_review",
+    "lines_removed",
+    "lines_modified",
+    "after_snapshot_id",
+    "target_file",
+    "candidate_fact",
+)
+
+
+def _first_line(audit: WriteGuardianAudit) -> str:
+    return _short(audit.candidate_fact.splitlines()[0] if audit.candidate_fact else "")
+
+
+@dataclass
+class _Day:
+    """What ``daily_report`` gathers as it reads the day: the sessions' reports, the totals, the highlights."""
+
+    sessions: dict[str, SessionReport] = field(default_factory=dict)
+    totals: Counts = field(default_factory=Counts)
+    pivotal: list[Highlight] = field(default_factory=list)
+    written: list[Highlight] = field(default_factory=list)
+
+    def session(self, key: str) -> SessionReport:
+        return self.sessions.setdefault(key, SessionReport(session=key))
+
+    def highlight(self, highlight: Highlight, report: SessionReport) -> None:
+        (self.pivotal if highlight.pivotal else self.written).append(highlight)
+        if len(report.highlights) < 10:
+            report.highlights.append(highlight.text)
+
+
 def daily_report(day: dt.date) -> DailyReport:
     """The day's report (see the module docstring); a handful of indexed queries."""
-    from sessions_app.models import ConversationTurn
-
     start, end = day_bounds(day)
-    sessions: dict[str, SessionReport] = {}
-    totals = Counts()
-    pivotal: list[Highlight] = []
-    written: list[Highlight] = []
+    found = _Day()
+    _read_audits(found, start, end)
+    _read_rollbacks(found, start, end)
+    found.pivotal += _opinion_highlights(start, end)
+    run_rows, run_highlights = _reflect_runs(start, end)
+    found.written += run_highlights
+    turns = dict(
+        ConversationTurn.objects.filter(created_at__gte=start, created_at__lt=end)
+        .values_list("session_id")
+        .annotate(n=Count("id"))
+        .values_list("session_id", "n")
+    )
+    for session_id, n in turns.items():
+        found.session(session_id).turns = n
+    gate = gate_figures(start, end)
+    ordered = sorted(found.sessions.values(), key=lambda s: (s.session.startswith("("), -s.counts.changes, s.session))
+    return DailyReport(
+        day=day,
+        counts=found.totals,
+        sessions=ordered,
+        highlights=(found.pivotal + found.written)[:MAX_HIGHLIGHTS],
+        turns=sum(turns.values()),
+        gate=gate,
+        reflect_runs=run_rows,
+    )
 
-    def session(key: str) -> SessionReport:
-        return sessions.setdefault(key, SessionReport(session=key))
 
+def _read_audits(found: _Day, start: dt.datetime, end: dt.datetime) -> None:
+    """The day's writes, counted per session (reflect's pages aside) and highlighted."""
     audits = (
         WriteGuardianAudit.objects.filter(created_at__gte=start, created_at__lt=end)
-        .only(
-            "id",
-            "session_id",
-            "source",
-            "status",
-            "held_for_review",
-            "lines_removed",
-            "lines_modified",
-            "after_snapshot_id",
-            "target_file",
-            "candidate_fact",
-            "reason",
-        )
+        .only("id", "session_id", "source", *_COUNTED_FIELDS, "reason")
         .order_by("created_at", "id")
     )
     for audit in audits.iterator():
@@ -181,31 +223,34 @@ def daily_report(day: dt.date) -> DailyReport:
         page = audit.target_file.startswith("bank/")
         if not page:  # Reflect's pages are views of facts, not facts: their runs are highlighted instead.
             _classify(audit, counts)
-            report = session(_group(audit))
+            report = found.session(_group(audit))
             report.counts.add(counts)
-            totals.add(counts)
+            found.totals.add(counts)
         else:
             report = SessionReport(session="(reflect)")
-        fact = _short(audit.candidate_fact.splitlines()[0] if audit.candidate_fact else "")
-        highlight: Highlight | None = None
-        if audit.held_for_review:
-            highlight = Highlight("held", f"Held for review ({audit.target_file}): {fact}", True, audit.id)
-        elif audit.status == Status.FAILED:
-            why = _short(audit.reason, 120)
-            highlight = Highlight("failed", f"Failed ({audit.target_file}): {fact} — {why}", True, audit.id)
-        elif audit.source == WriteGuardianAudit.Source.REFLECT and audit.status == Status.REFUSED:
-            why = _short(audit.reason)
-            highlight = Highlight(
-                "reflect_refused", f"Reflect write refused ({audit.target_file}): {why}", True, audit.id
-            )
-        elif (counts.created or counts.merged) and audit.source != WriteGuardianAudit.Source.REFLECT:
-            verb = "New" if counts.created else "Updated"
-            highlight = Highlight("written", f"{verb} in {audit.target_file}: {fact}", False, audit.id)
+        highlight = _audit_highlight(audit, counts)
         if highlight is not None:
-            (pivotal if highlight.pivotal else written).append(highlight)
-            if len(report.highlights) < 10:
-                report.highlights.append(highlight.text)
+            found.highlight(highlight, report)
 
+
+def _audit_highlight(audit: WriteGuardianAudit, counts: Counts) -> Highlight | None:
+    fact = _first_line(audit)
+    if audit.held_for_review:
+        return Highlight("held", f"Held for review ({audit.target_file}): {fact}", True, audit.id)
+    if audit.status == Status.FAILED:
+        why = _short(audit.reason, 120)
+        return Highlight("failed", f"Failed ({audit.target_file}): {fact} — {why}", True, audit.id)
+    if audit.source == WriteGuardianAudit.Source.REFLECT and audit.status == Status.REFUSED:
+        why = _short(audit.reason)
+        return Highlight("reflect_refused", f"Reflect write refused ({audit.target_file}): {why}", True, audit.id)
+    if (counts.created or counts.merged) and audit.source != WriteGuardianAudit.Source.REFLECT:
+        verb = "New" if counts.created else "Updated"
+        return Highlight("written", f"{verb} in {audit.target_file}: {fact}", False, audit.id)
+    return None
+
+
+def _read_rollbacks(found: _Day, start: dt.datetime, end: dt.datetime) -> None:
+    """The day's rollbacks (of writes of any day), counted for the write's session and highlighted."""
     rollbacks = (
         Rollback.objects.filter(rolled_back_at__gte=start, rolled_back_at__lt=end)
         .select_related("audit")
@@ -213,16 +258,16 @@ def daily_report(day: dt.date) -> DailyReport:
     )
     for rollback in rollbacks:
         audit = rollback.audit
-        report = session(_group(audit))
+        report = found.session(_group(audit))
         report.counts.rolled_back += 1
-        totals.rolled_back += 1
-        fact = _short(audit.candidate_fact.splitlines()[0] if audit.candidate_fact else "")
+        found.totals.rolled_back += 1
         why = _short(rollback.reason, 120)
-        text = f"Rolled back ({audit.target_file}) by {rollback.rolled_back_by}: {fact} — {why}"
-        pivotal.append(Highlight("rolled_back", text, True, audit.id))
-        if len(report.highlights) < 10:
-            report.highlights.append(text)
+        text = f"Rolled back ({audit.target_file}) by {rollback.rolled_back_by}: {_first_line(audit)} — {why}"
+        found.highlight(Highlight("rolled_back", text, True, audit.id), report)
 
+
+def _opinion_highlights(start: dt.datetime, end: dt.datetime) -> list[Highlight]:
+    """Opinions whose confidence moved by ``REPORT_PIVOTAL_OPINION_DELTA`` or more over the day."""
     threshold = float(settings.REPORT_PIVOTAL_OPINION_DELTA)
     moves: dict[str, list[OpinionEvidence]] = {}
     for evidence in (
@@ -231,6 +276,7 @@ def daily_report(day: dt.date) -> DailyReport:
         .order_by("created_at", "id")
     ):
         moves.setdefault(evidence.opinion_id, []).append(evidence)
+    highlights = []
     for items in moves.values():
         first, last = items[0], items[-1]
         delta = last.confidence_after - first.confidence_before
@@ -238,7 +284,7 @@ def daily_report(day: dt.date) -> DailyReport:
             opinion = last.opinion
             about = f" about {opinion.entity}" if opinion.entity else ""
             verb = "rose" if delta > 0 else "fell"
-            pivotal.append(
+            highlights.append(
                 Highlight(
                     "opinion",
                     f"Opinion{about} {verb} {first.confidence_before:.2f} → {last.confidence_after:.2f}: "
@@ -247,13 +293,16 @@ def daily_report(day: dt.date) -> DailyReport:
                     opinion.id,
                 )
             )
+    return highlights
 
-    runs = list(
-        ReflectRun.objects.filter(finished_at__gte=start, finished_at__lt=end, dry_run=False).order_by("finished_at")
-    )
-    run_rows = []
-    for run in runs:
-        run_rows.append(
+
+def _reflect_runs(start: dt.datetime, end: dt.datetime) -> tuple[list[dict[str, Any]], list[Highlight]]:
+    """The reflect runs finished that day (dry runs aside), as rows and as highlights of the finished ones."""
+    rows, highlights = [], []
+    for run in ReflectRun.objects.filter(finished_at__gte=start, finished_at__lt=end, dry_run=False).order_by(
+        "finished_at"
+    ):
+        rows.append(
             {
                 "id": run.id,
                 "status": run.status,
@@ -264,7 +313,7 @@ def daily_report(day: dt.date) -> DailyReport:
             }
         )
         if run.status == ReflectRun.Status.DONE:
-            written.append(
+            highlights.append(
                 Highlight(
                     "reflect",
                     f"Reflect {run.id}: {run.facts_count} fact(s), {run.pages_written} page(s) updated, "
@@ -273,26 +322,7 @@ def daily_report(day: dt.date) -> DailyReport:
                     run.id,
                 )
             )
-
-    turns = dict(
-        ConversationTurn.objects.filter(created_at__gte=start, created_at__lt=end)
-        .values_list("session_id")
-        .annotate(n=Count("id"))
-        .values_list("session_id", "n")
-    )
-    for session_id, n in turns.items():
-        session(session_id).turns = n
-    gate = gate_figures(start, end)
-    ordered = sorted(sessions.values(), key=lambda s: (s.session.startswith("("), -s.counts.changes, s.session))
-    return DailyReport(
-        day=day,
-        counts=totals,
-        sessions=ordered,
-        highlights=(pivotal + written)[:MAX_HIGHLIGHTS],
-        turns=sum(turns.values()),
-        gate=gate,
-        reflect_runs=run_rows,
-    )
+    return rows, highlights
 
 
 def gate_figures(start: dt.datetime, end: dt.datetime) -> dict[str, int]:
@@ -301,8 +331,6 @@ def gate_figures(start: dt.datetime, end: dt.datetime) -> dict[str, int]:
     decision yet, or the gate failed). They add up to ``turns``. The one computation behind the daily report,
     ``memory report`` and the admin index's "Memory changes today" (counting decisions by their own time
     counted a turn twice when it was re-run, and a turn of yesterday decided today)."""
-    from sessions_app.models import ConversationTurn, MemoryGateDecision
-
     latest = MemoryGateDecision.objects.filter(turn=OuterRef("pk")).order_by("-run_number", "-created_at", "-id")
     rows = (
         ConversationTurn.objects.filter(created_at__gte=start, created_at__lt=end)
@@ -321,18 +349,8 @@ def gate_figures(start: dt.datetime, end: dt.datetime) -> dict[str, int]:
 
 def session_report(session_id: str) -> SessionReport:
     """All of one session's writes and rollbacks, whatever the day."""
-    from sessions_app.models import ConversationTurn
-
     report = SessionReport(session=session_id)
-    for audit in WriteGuardianAudit.objects.filter(session_id=session_id).only(
-        "status",
-        "held_for_review",
-        "lines_removed",
-        "lines_modified",
-        "after_snapshot_id",
-        "target_file",
-        "candidate_fact",
-    ):
+    for audit in WriteGuardianAudit.objects.filter(session_id=session_id).only(*_COUNTED_FIELDS):
         _classify(audit, report.counts)
         if audit.status == Status.WRITTEN and len(report.highlights) < 10:
             report.highlights.append(f"{audit.target_file}: {_short(audit.candidate_fact)}")
@@ -399,7 +417,7 @@ def post_report(report: DailyReport, url: str, *, timeout: float | None = None) 
 def queue_delivery(day: dt.date, *, force: bool = False) -> ReportDelivery | None:
     """Post the day's report if it has a pivotal change (or ``force``) and a webhook is set: records the
     delivery and hands it to a task after commit. Returns None when there is nothing to post."""
-    from guardian_app.tasks import run_report_webhook
+    from guardian_app.tasks import run_report_webhook  # Inside: guardian_app.tasks imports this module.
 
     url = settings.REPORT_WEBHOOK_URL
     if not url:

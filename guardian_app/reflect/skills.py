@@ -17,10 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-import string
 import unicodedata
 from dataclasses import dataclass, field
-from functools import lru_cache
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -33,11 +31,11 @@ from guardian_app.models import MemoryChunk, ReflectRun, SkillDraft
 from guardian_app.reflect.projection import atomic_write
 from guardian_app.write.heuristic_guardian import tokens
 from reflection_site.errors import ReflectionError
+from reflection_site.prompts import load_prompt
 
 logger = logging.getLogger(__name__)
 
 PROMPT_VERSION = "skill-v1"
-PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 OFFLINE_MODEL = "skill-offline-v1"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 MAX_STEPS = 10
@@ -137,27 +135,14 @@ def analyse_offline(chunk: MemoryChunk) -> SkillCandidate:
     )
 
 
-@lru_cache(maxsize=2)
-def _templates(version: str) -> tuple[str, string.Template]:
-    system = (PROMPT_DIR / f"{version}.system.txt").read_text(encoding="utf-8")
-    user = (PROMPT_DIR / f"{version}.user.txt").read_text(encoding="utf-8")
-    return system, string.Template(user)
-
-
 def analyse_with_llm(chunk: MemoryChunk) -> SkillCandidate:
     """The LLM's analysis of the pattern (raises the LLM client's errors; ValueError for a bad reply)."""
     from reflection_site import llm
 
-    system, user = _templates(PROMPT_VERSION)
-    messages = [
-        {"role": "system", "content": system},
-        {
-            "role": "user",
-            "content": user.substitute(
-                source=chunk.source_ref, heading=chunk.heading or "", hits=chunk.hits, text=chunk.content or chunk.text
-            ),
-        },
-    ]
+    messages = load_prompt("guardian_app", PROMPT_VERSION).messages(
+        user={"source": chunk.source_ref, "heading": chunk.heading or "", "hits": chunk.hits,
+              "text": chunk.content or chunk.text}
+    )  # fmt: skip
     reply = llm.complete_json(messages)
     data = reply.data
     steps = [" ".join(str(s).split()) for s in data.get("steps") or [] if str(s).strip()][:MAX_STEPS]

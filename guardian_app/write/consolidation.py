@@ -26,7 +26,7 @@ from typing import Any
 
 from django.conf import settings
 
-from guardian_app.write import similarity, supersede, workspace
+from guardian_app.write import paths, similarity, supersede, workspace
 from reflection_site import memory_files
 
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?P<text>\S.*)$")
@@ -93,7 +93,7 @@ def consolidate_file(name: str, *, dry_run: bool = False) -> Consolidation:
     from guardian_app.models import FileVersion, WriteGuardianAudit
     from guardian_app.write.guardian import guard_write
 
-    name = workspace.canonical_name(name)
+    name = paths.canonical_name(name)
     result = Consolidation(name)
     content = workspace.read_file(name)
     result.removals = plan(content)

@@ -13,7 +13,7 @@ from django.db import transaction
 
 from guardian_app.errors import InvalidCorrection, UnknownFile
 from guardian_app.models import BehaviorCorrection, Rollback, WriteGuardianAudit
-from guardian_app.write import workspace
+from guardian_app.write import paths
 from guardian_app.write.heuristic_guardian import fold
 from sessions_app.heuristic_gate import correction_pattern_problem
 
@@ -50,7 +50,7 @@ def derive_pattern(text: str, *, max_words: int = 3) -> str:
 def _target_file(target_file: str) -> str:
     """The memory file a correction names; InvalidCorrection (422) for a bank page or an unknown name."""
     try:
-        name = workspace.canonical_name(target_file)
+        name = paths.canonical_name(target_file)
     except UnknownFile as exc:
         raise InvalidCorrection(exc.message, details={"field": "target_file"}) from exc
     if name.startswith(("bank/", "memory/")):

@@ -1,149 +1,48 @@
-"""The memory files of the workspace profile: lookup by name, reads as they are on disk, atomic writes, locks, history.
+"""The memory files as they are on disk: reads, atomic writes, and what a path holds instead of a file.
 
-A name from a client or an LLM is looked up in the workspace profile's files
-(``reflection_site.memory_files.active().files``), never joined to a path. Reflect's pages
-(``bank/entities/<Entity>.md``, ``bank/opinions.md``, ``bank/world.md``, ``bank/experience.md``) are a second,
-code-generated set: ``bank_page(entity)`` makes an entity's page name from a slug, and any bank name must
-match ``BANK_PAGE_PATTERN`` exactly (no other folder, no dot segment, no slash in the entity). Every change
-Reflection makes, and every change it notices (a hand edit, a file seen for the first time), becomes a
-``FileVersion`` in the file's linear history; ``WorkspaceFile.current_version`` is the last one, and a
-content on disk that differs from it is a hand edit.
-
-Locking: ``file_lock(name)`` takes a ``filelock`` lock file under the data dir (every process on this
-machine) and, on PostgreSQL, a session-level advisory lock keyed on the file (every machine sharing the
-database). Unlike a row lock it holds across the commits inside (the write-ahead audit is committed
-before the file is replaced); each transaction inside also locks the ``WorkspaceFile`` row.
-Lock order is always file lock, then advisory lock, then row: no deadlock between writers.
+A memory file is read and written only through here (``read_file``, ``write_file``, ``remove_file``), by
+its name (``paths``), never through a symbolic link, a FIFO or a hard link: such a path is refused and
+recorded as a drift finding on the file's row (``unsafe_files``). Locks are in ``locks``, the files'
+history (versions, reconciliation, the write-ahead protocol) in ``history``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import logging
 import os
-import re
 import secrets
 import stat
-import threading
-import time
-import unicodedata
-import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
-from filelock import FileLock
-from filelock import Timeout as FileLockTimeout
 
-from guardian_app.errors import FileBusy, UnknownFile, UnsafeFile
-from guardian_app.models import (
-    BANK_PAGE_PATTERN,
-    DAILY_LOG_PATTERN,
-    MEMORY_FILES,
-    FileSnapshot,
-    FileVersion,
-    Rollback,
-    WorkspaceFile,
-    WriteGuardianAudit,
-)
-from guardian_app.signals import memory_file_changed
-from guardian_app.write.diffs import content_hash, diff_and_stats
+from guardian_app.errors import UnsafeFile
+from guardian_app.models import WorkspaceFile
+from guardian_app.write.diffs import content_hash
+from guardian_app.write.paths import canonical_name, path_for
 from reflection_site import memory_files
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "MEMORY_FILES",
-    "bank_page",
-    "canonical_name",
-    "check_drift",
-    "file_lock",
-    "path_for",
+    "current_state",
+    "open_regular",
+    "profile_files",
+    "put_back",
     "read_file",
-    "reconcile",
-    "record_version",
+    "refusal_of",
     "remove_file",
-    "snapshot_of",
     "unsafe_files",
     "write_file",
 ]
 
-INTERRUPTED = "interrupted before the write was recorded"
 
-
-# --- Names and paths -----------------------------------------------------------------------------
-_BANK_PAGE = re.compile(BANK_PAGE_PATTERN)
-_DAILY_LOG = re.compile(DAILY_LOG_PATTERN)
-
-
-def bank_page(entity: str) -> str:
-    """``bank/entities/<slug>.md`` for an entity name: the only way an entity's page name is made.
-
-    The slug keeps ASCII letters, digits, ``_`` and ``-`` (accents dropped, anything else a hyphen), at
-    most 64 characters; a name that loses letters on the way (Chinese, say) gets a short hash of itself
-    appended so that two such names never share a page. UnknownFile for a name without a letter or digit.
-    """
-    name = unicodedata.normalize("NFKC", str(entity or "")).strip().lstrip("@")
-    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", ascii_name)
-    slug = re.sub(r"-{2,}", "-", slug).strip("-_")
-    lost = sum(1 for ch in name if ch.isalnum()) > sum(1 for ch in ascii_name if ch.isalnum())
-    if lost or not slug:
-        digest = hashlib.sha256(name.casefold().encode()).hexdigest()[:8]
-        slug = f"{slug[:55]}-{digest}" if slug else digest
-    slug = slug[:64].rstrip("-_")
-    page = f"bank/entities/{slug}.md"
-    if not any(ch.isalnum() for ch in name) or not _BANK_PAGE.fullmatch(page):
-        raise UnknownFile(str(entity))
-    return page
-
-
-def canonical_name(name: object) -> str:
-    """The memory file or bank page called ``name``; UnknownFile for anything else.
-
-    A bank name is accepted only when it matches ``BANK_PAGE_PATTERN`` exactly.
-    """
-    found = name if isinstance(name, str) and name in memory_files.active().files else None
-    if found is None and isinstance(name, str) and (_BANK_PAGE.fullmatch(name) or _DAILY_LOG.fullmatch(name)):
-        found = name  # a daily log only as reflect names it (memory/YYYY-MM-DD.md), for its inferred Retain bullets
-    if found is None:
-        raise UnknownFile(str(name))
-    return found
-
-
-def path_for(name: str) -> Path:
-    """The path of one of the profile's memory files at the root of WORKSPACE_DIR, or of a bank page under
-    the profile's ``bank/`` folder (``bank/``, or ``memory/bank/`` where OpenClaw indexes it); UnknownFile
-    (404) for any other name. A bank path is built from the parts of the checked name, and never through a
-    symbolic link to a folder outside the workspace."""
-    name = canonical_name(name)
-    root = Path(settings.WORKSPACE_DIR)
-    if name in memory_files.active().files:
-        return root / name
-    if _DAILY_LOG.fullmatch(name):
-        if (root / "memory").is_symlink():
-            raise UnknownFile(f"{name} (memory/ is a symbolic link)")
-        return root / name
-    match = _BANK_PAGE.fullmatch(name)
-    assert match is not None
-    bank = bank_dir()
-    if bank.is_symlink() or (bank / "entities").is_symlink() or bank.parent.is_symlink():
-        raise UnknownFile(f"{name} (bank/ is a symbolic link)")
-    return bank / f"{match.group(1)}.md"  # group 1 is "opinions" or "entities/<slug>"
-
-
-def bank_dir(root: Path | None = None) -> Path:
-    """The folder that holds reflect's pages in this workspace profile (``bank/`` or ``memory/bank/``)."""
-    return Path(root or settings.WORKSPACE_DIR) / memory_files.active().pages_dir / "bank"
-
-
-# --- Reading and writing -------------------------------------------------------------------------
 # A memory file is opened without following a link in any part of its path below WORKSPACE_DIR, and without
 # waiting for a writer (a FIFO opens at once); what was opened is then checked on the descriptor itself, so
 # nothing can be swapped in between a check and the open.
@@ -440,352 +339,6 @@ def put_back(name: str, content: str | None) -> bool:
     except OSError as exc:
         logger.error("could not put %s back after a failed write: %s", name, exc)
     return read_file(name) == content
-
-
-# --- Locks ---------------------------------------------------------------------------------------
-_held = threading.local()
-_ADVISORY_CLASS = 0x52464C54  # "RFLT": the advisory-lock namespace of memory files.
-
-
-def _held_names() -> set[str]:
-    if not hasattr(_held, "names"):
-        _held.names = set()
-    return _held.names
-
-
-@contextlib.contextmanager
-def _advisory_lock(name: str, deadline: float) -> Iterator[None]:
-    if connection.vendor != "postgresql":
-        yield
-        return
-    # The memory files are keys 0-5; a bank page a hash of its name above them (a clash only serialises more).
-    known = memory_files.ALL_FILES
-    key = known.index(name) if name in known else 16 + zlib.crc32(name.encode()) % 2_000_000_000
-    with connection.cursor() as cursor:
-        while True:
-            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_ADVISORY_CLASS, key])
-            if cursor.fetchone()[0]:
-                break
-            if time.monotonic() > deadline:
-                raise FileBusy(name)
-            time.sleep(0.02)
-    try:
-        yield
-    finally:
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_ADVISORY_CLASS, key])
-        except DatabaseError:
-            # A broken connection: closing it ends the session, and the session's locks with it.
-            logger.warning("could not release the advisory lock of %s; closing the connection", name)
-            connection.close()
-
-
-@contextlib.contextmanager
-def file_lock(name: str) -> Iterator[None]:
-    """Hold the file's cross-process lock (and, on PostgreSQL, its cross-machine advisory lock).
-
-    Re-entrant within a thread. Raises FileBusy after ``GUARDIAN_LOCK_TIMEOUT_S``.
-    """
-    name = canonical_name(name)
-    held = _held_names()
-    if name in held:
-        yield
-        return
-    timeout = float(settings.GUARDIAN_LOCK_TIMEOUT_S)
-    deadline = time.monotonic() + timeout
-    lock_dir = Path(settings.DATA_DIR) / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(lock_dir / f"{name.replace('/', '~')}.lock"), timeout=timeout)
-    try:
-        lock.acquire()
-    except FileLockTimeout as exc:
-        raise FileBusy(name) from exc
-    held.add(name)
-    try:
-        with _advisory_lock(name, deadline):
-            yield
-    finally:
-        held.discard(name)
-        lock.release()
-
-
-@contextlib.contextmanager
-def file_locks(names: list[str]) -> Iterator[None]:
-    """Several files' locks, always taken in name order so that two callers cannot deadlock."""
-    with contextlib.ExitStack() as stack:
-        for name in sorted({canonical_name(n) for n in names}):
-            stack.enter_context(file_lock(name))
-        yield
-
-
-def lock_row(name: str) -> None:
-    """Make sure the file's row exists and lock it for this transaction (SELECT … FOR UPDATE on PostgreSQL;
-    SQLite has no row locks, and its IMMEDIATE transactions already hold the database's write lock)."""
-    if connection.vendor == "postgresql":
-        if WorkspaceFile.objects.select_for_update().filter(file_name=name).values_list("file_name").first():
-            return
-    elif WorkspaceFile.objects.filter(file_name=name).exists():
-        return
-    WorkspaceFile.objects.select_for_update().get_or_create(file_name=name)
-
-
-# --- Snapshots and versions ----------------------------------------------------------------------
-def snapshot_of(name: str, content: str | None) -> FileSnapshot | None:
-    """The snapshot holding ``content`` (stored once per file and content); None for "no file"."""
-    if content is None:
-        return None
-    digest = content_hash(content)
-    snapshot = FileSnapshot.objects.filter(file_name=name, content_hash=digest).defer("content").first()
-    if snapshot is not None:
-        return snapshot
-    snapshot, _ = FileSnapshot.objects.get_or_create(file_name=name, content_hash=digest, defaults={"content": content})
-    return snapshot
-
-
-def version_content(version: FileVersion | None) -> str | None:
-    if version is None or version.snapshot_id is None:
-        return None
-    return version.snapshot.content
-
-
-@dataclass
-class FileState:
-    """A file as it is on disk now, and the version of its history that holds that content."""
-
-    name: str
-    content: str | None
-    content_hash: str | None
-    seen: bool  # Reflection has recorded a version of it
-    seq: int
-    snapshot_id: str | None  # the current version's snapshot (None: no file)
-    known_hash: str | None  # its content hash
-    pending_audit_id: str | None
-    added: list[FileVersion] = field(default_factory=list)
-
-
-def _known(name: str) -> dict[str, object] | None:
-    return (
-        WorkspaceFile.objects.filter(file_name=name)
-        .values(
-            "pending_audit_id",
-            "current_version_id",
-            "current_version__seq",
-            "current_version__snapshot_id",
-            "current_version__snapshot__content_hash",
-            "unsafe_reason",
-        )
-        .first()
-    )
-
-
-def _state(name: str, content: str | None, known: dict[str, object] | None) -> FileState:
-    return FileState(
-        name=name,
-        content=content,
-        content_hash=content_hash(content) if content is not None else None,
-        seen=bool(known and known["current_version_id"]),
-        seq=int((known or {}).get("current_version__seq") or 0),
-        snapshot_id=(known or {}).get("current_version__snapshot_id"),  # type: ignore[arg-type]
-        known_hash=(known or {}).get("current_version__snapshot__content_hash"),  # type: ignore[arg-type]
-        pending_audit_id=(known or {}).get("pending_audit_id"),  # type: ignore[arg-type]
-    )
-
-
-def record_version(
-    name: str,
-    content: str | None,
-    *,
-    kind: str,
-    previous_content: str | None,
-    audit: WriteGuardianAudit | None = None,
-    rollback: object | None = None,
-    snapshot: FileSnapshot | None | object = ...,
-    seq: int | None = None,
-) -> FileVersion:
-    """Append a version to the file's history and make it the current one (in a transaction, file lock held).
-
-    ``previous_content`` is the current version's content (for the diff); ``snapshot`` the snapshot of
-    ``content`` and ``seq`` the version's number when the caller has them. Sends ``memory_file_changed``
-    after commit.
-    """
-    if seq is None:
-        last = FileVersion.objects.filter(file_name=name).order_by("-seq").values_list("seq", flat=True).first()
-        seq = (last or 0) + 1
-    diff, stats = diff_and_stats(previous_content, content, name)
-    version = FileVersion.objects.create(
-        file_name=name,
-        seq=seq,
-        snapshot=snapshot_of(name, content) if snapshot is ... else snapshot,
-        kind=kind,
-        audit=audit,
-        rollback=rollback,
-        diff=diff,
-        lines_added=stats.added,
-        lines_removed=stats.removed + stats.modified,
-    )
-    WorkspaceFile.objects.filter(file_name=name).update(
-        current_version=version, pending_audit=None, updated_at=timezone.now()
-    )
-    transaction.on_commit(lambda: memory_file_changed.send(sender=FileVersion, file_name=name), robust=True)
-    return version
-
-
-def finish_write(
-    name: str,
-    audit: WriteGuardianAudit,
-    *,
-    reason: str | None = None,
-    previous_content: str | None | object = ...,
-    seq: int | None = None,
-) -> FileVersion:
-    """Record a write that is on disk: the audit becomes ``written`` and the file gets a version."""
-    fields: dict[str, object] = {"status": WriteGuardianAudit.Status.WRITTEN}
-    if reason is not None:
-        fields["reason"] = reason
-    elif audit.reason and audit.reason.startswith(INTERRUPTED):
-        fields["reason"] = "written (recorded after an interruption)"
-    WriteGuardianAudit.objects.filter(id=audit.id).update(**fields)
-    for key, value in fields.items():
-        setattr(audit, key, value)
-    if previous_content is ...:
-        previous_content = audit.before_snapshot.content if audit.before_snapshot_id else None
-    after = audit.after_snapshot.content if audit.after_snapshot_id else None
-    return record_version(
-        name,
-        after,
-        kind="write",
-        audit=audit,
-        previous_content=previous_content,
-        snapshot=audit.after_snapshot,
-        seq=seq,
-    )
-
-
-# --- Reconciliation: hand edits, first sightings, interrupted writes ----------------------------
-def _finish_pending(name: str, audit: WriteGuardianAudit, disk: str | None, state: FileState) -> list[FileVersion]:
-    """A write-ahead audit left by a crash (we hold the lock, so its writer is gone): finish or close it.
-
-    - the file holds the audit's after-snapshot: the write happened; record it.
-    - the file still holds the before-snapshot: the write never happened; do it now (the decision was
-      already durable, like a write-ahead log's redo) and record it.
-    - anything else: the file changed by hand in between; keep the audit failed and let the caller
-      record the hand edit.
-    """
-    if audit.status == WriteGuardianAudit.Status.WRITTEN:
-        return _finish_pending_rollback(name, audit, disk, state)
-    after = audit.after_snapshot.content if audit.after_snapshot_id else None
-    before_id = audit.before_snapshot_id
-    if after is not None and disk == after:
-        return [finish_write(name, audit)]
-    before_hash = audit.before_snapshot.content_hash if before_id else None
-    if after is not None and state.content_hash == before_hash and state.known_hash == before_hash:
-        logger.warning("guardian: completing interrupted write %s of %s", audit.id, name)
-        write_file(name, after)
-        return [finish_write(name, audit)]
-    logger.warning("guardian: interrupted write %s of %s superseded by a hand edit", audit.id, name)
-    WriteGuardianAudit.objects.filter(id=audit.id).update(
-        reason=f"{INTERRUPTED}; the file was changed by hand before it could be, so nothing was written"
-    )
-    WorkspaceFile.objects.filter(file_name=name).update(pending_audit=None)
-    return []
-
-
-def _finish_pending_rollback(
-    name: str, audit: WriteGuardianAudit, disk: str | None, state: FileState
-) -> list[FileVersion]:
-    """A rollback of ``audit`` left by a crash (its ``Rollback`` row committed, the audit still ``written``):
-    if the file holds what the rollback restores, record it; otherwise it never reached the file, and the
-    row goes (a hand edit since is recorded by the caller)."""
-    rollback = Rollback.objects.select_related("restored_snapshot").filter(audit=audit).first()
-    WorkspaceFile.objects.filter(file_name=name).update(pending_audit=None)
-    if rollback is None:
-        return []
-    restored = rollback.restored_snapshot
-    if disk == (restored.content if restored is not None else None):
-        logger.warning("guardian: recording interrupted rollback of %s of %s", audit.id, name)
-        WriteGuardianAudit.objects.filter(id=audit.id).update(status=WriteGuardianAudit.Status.ROLLED_BACK)
-        previous = FileSnapshot.objects.get(id=state.snapshot_id).content if state.snapshot_id else None
-        return [
-            record_version(
-                name,
-                disk,
-                kind=FileVersion.Kind.ROLLBACK,
-                audit=audit,
-                rollback=rollback,
-                previous_content=previous,
-                snapshot=restored,
-            )
-        ]
-    logger.warning("guardian: interrupted rollback of %s of %s never reached the file", audit.id, name)
-    rollback.delete()
-    return []
-
-
-def sync(name: str) -> FileState:
-    """Bring the history up to the disk (call with the file lock held) and return the file's state.
-
-    Finishes an interrupted write, then records a file seen for the first time (``initial``) or a
-    content that differs from the last known version (``hand_edit``; ``agent_edit`` for a file the agent
-    writes itself in the workspace profile, OpenClaw's MEMORY.md and memory/). When nothing changed this costs
-    one indexed query and a hash of the file.
-    """
-    name = canonical_name(name)
-    disk = read_file(name)  # UnsafeFile (a drift finding) for a link, a FIFO …: no history is recorded.
-    known = _known(name)
-    if known and known["unsafe_reason"]:
-        clear_finding(name)
-    state = _state(name, disk, known)
-    unchanged = state.content_hash == state.known_hash if state.seen else disk is None
-    if state.pending_audit_id is None and unchanged:
-        return state
-    added: list[FileVersion] = []
-    with transaction.atomic():
-        lock_row(name)
-        state = _state(name, disk, _known(name))
-        if state.pending_audit_id is not None:
-            audit = WriteGuardianAudit.objects.select_related("before_snapshot", "after_snapshot").get(
-                id=state.pending_audit_id
-            )
-            added += _finish_pending(name, audit, disk, state)
-            disk = read_file(name)
-            state = _state(name, disk, _known(name))
-        if not state.seen:
-            if disk is not None:
-                added.append(record_version(name, disk, kind="initial", previous_content=None))
-        elif state.content_hash != state.known_hash:
-            previous = FileSnapshot.objects.get(id=state.snapshot_id).content if state.snapshot_id else None
-            # openclaw profile: the agent writes MEMORY.md and memory/ itself; nobody else's hand is assumed there.
-            kind = FileVersion.Kind.AGENT_EDIT if memory_files.active().written_by_agent(name) else "hand_edit"
-            added.append(record_version(name, disk, kind=kind, previous_content=previous))
-    state = _state(name, disk, _known(name))
-    state.added = added
-    return state
-
-
-def reconcile(name: str) -> list[FileVersion]:
-    """``sync`` for callers that only want the versions it added (hand edits, first sightings, finished writes)."""
-    return sync(name).added
-
-
-def check_drift(names: list[str] | None = None) -> list[FileVersion]:
-    """The drift check (beat, every 10 minutes): snapshot every file changed by hand since its last known
-    version and reconcile interrupted writes. A file that is busy is left for the next run; a path that
-    holds a symbolic link, a FIFO or another non-regular file is not read, and stays a finding
-    (``unsafe_files()``) until a regular file is back."""
-    added: list[FileVersion] = []
-    if not names:  # The profile's memory files, and the bank pages Reflection has written or seen.
-        bank = WorkspaceFile.objects.filter(file_name__startswith="bank/").order_by("file_name")
-        names = [*memory_files.active().files, *bank.values_list("file_name", flat=True)]
-    for name in names:
-        try:
-            with file_lock(name):
-                added += reconcile(name)
-        except FileBusy:
-            logger.info("drift check: %s is busy; next run", name)
-        except UnsafeFile as exc:  # Recorded on the file's row (the admin's workspace files, `guardian drift`).
-            logger.warning("drift check: %s", exc.message)
-    return added
 
 
 def current_state(name: str) -> dict[str, object]:

@@ -53,6 +53,28 @@ def test_a_write_that_stood_the_window_becomes_a_positive_sample():
     ]
 
 
+def test_a_turn_without_context_carries_the_previous_turns_the_gate_saw():
+    """Issue 20: the gate falls back to the session's previous turns when the agent sent no context; the
+    sample shows that same window (sessions_app.gate.context_window), not an empty one."""
+    from sessions_app.gate import context_window
+
+    first = TurnFactory(user_message_content="We moved to Lisbon.", agent_message_content="Nice!")
+    TurnFactory(session=first.session, user_message_content="Any cafés?", agent_message_content="")
+    turn = TurnFactory(session=first.session, created_at=days_ago(8))
+    decision = DecisionFactory(turn=turn, created_at=days_ago(8))
+    AuditFactory(decision=decision, created_at=days_ago(8))
+
+    collect_samples()
+
+    (sample,) = samples("memory_gate_positive")
+    assert sample.content["conversation"][:-2] == [
+        {"role": "user", "message": "We moved to Lisbon."},
+        {"role": "agent", "message": "Nice!"},
+        {"role": "user", "message": "Any cafés?"},
+    ]
+    assert [(m["role"], m["message"]) for m in sample.content["conversation"][:-2]] == context_window(turn)
+
+
 def test_a_write_younger_than_the_window_is_not_collected_yet():
     written_decision(days=6)
 
@@ -435,8 +457,8 @@ def test_concurrent_collectors_insert_each_source_once():
     """Both collectors drafted the same source; the second insert is ignored by the constraint."""
     from django.utils import timezone
 
-    from dataset_app import collect as collect_module
     from dataset_app.collect import CollectionResult, draft_gate_sample, finish_drafts
+    from dataset_app.collect import collect as collect_module
     from dataset_app.scoring import QualityWeights
 
     decision = written_decision(days=10)

@@ -102,6 +102,26 @@ def test_terminal_review_shows_redacted_text_unless_raw():
     assert EMAIL in run("review", "--raw", stdin="q\n")
 
 
+def test_terminal_review_withholds_a_sample_whose_pii_could_not_be_redacted():
+    """Issue 20: the CLI shows what the review page shows (DatasetSample.visible_content): a sample whose
+    redaction left PII behind is withheld (it printed the text redacted again), unless --raw."""
+    from dataset_app.review import content_for
+
+    sample = SampleFactory(
+        annotation_status="needs_review",
+        contains_pii=True,
+        content={"type": "memory_gate_positive", "conversation": [{"role": "user", "message": f"mail {EMAIL} now"}]},
+        pii_redacted_content=None,
+    )
+
+    output = run("review", stdin="q\n")
+
+    assert content_for(sample, raw=False) == (None, True)
+    assert "withheld" in output
+    assert "now" not in output.split(sample.id, 1)[1]
+    assert EMAIL in run("review", "--raw", stdin="q\n")
+
+
 def test_review_of_an_empty_queue():
     assert "Nothing to review" in run("review", stdin="")
 

@@ -16,8 +16,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from benchmarks.seed_scale import seed
 from dataset_app import retention
-from sessions_app.management.commands.seed_scale import seed
 from sessions_app.models import ConversationContext, ConversationTurn, MemoryGateDecision
 
 pytestmark = pytest.mark.django_db

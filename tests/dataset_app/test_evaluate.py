@@ -170,3 +170,29 @@ def test_the_evaluation_task_fills_a_run_created_by_the_api(settings):
 
     run.refresh_from_db()
     assert run.status == "completed" and run.sample_count == 1
+
+
+def test_a_replay_gives_the_gate_the_window_it_saw_for_a_turn_without_context(monkeypatch, settings):
+    """Issue 20: the gate saw the session's previous turns (sessions_app.gate.context_window) for a turn the
+    agent sent without context; the sample records that window and the evaluation replays it."""
+    from dataset_app.collect import collect_samples
+    from sessions_app import gate
+    from tests.dataset_app.factories import AuditFactory, DecisionFactory, TurnFactory, days_ago
+
+    first = TurnFactory(user_message_content="We moved to Lisbon.", agent_message_content="Nice!")
+    turn = TurnFactory(session=first.session, created_at=days_ago(8))
+    AuditFactory(decision=DecisionFactory(turn=turn, created_at=days_ago(8)), created_at=days_ago(8))
+    collect_samples()
+    DatasetSample.objects.update(annotation_status="approved")
+    seen = []
+    real_ask_gate = gate.ask_gate
+
+    def ask_gate(window, *args, **kwargs):
+        seen.append(list(window))
+        return real_ask_gate(window, *args, **kwargs)
+
+    monkeypatch.setattr(gate, "ask_gate", ask_gate)
+
+    evaluate(split="all", offline=True)
+
+    assert seen == [gate.context_window(turn)] == [[("user", "We moved to Lisbon."), ("agent", "Nice!")]]

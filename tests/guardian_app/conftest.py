@@ -93,7 +93,7 @@ LEARNING_TOKEN = "test-learning-token"
 @pytest.fixture
 def learning(settings: Any) -> Any:
     """Guardrails on and applied (shadow mode off), a feedback token set, the rate limit on the database."""
-    from guardian_app.learning import guardrails, ratelimit
+    from guardian_app.learning import failures, ratelimit
 
     settings.LEARNING_GUARDRAILS_ENABLED = True
     settings.LEARNING_SHADOW_MODE = False
@@ -101,7 +101,7 @@ def learning(settings: Any) -> Any:
     settings.LEARNING_RATE_LIMIT_PER_MIN = 20
     settings.REDIS_URL = ""
     ratelimit.reset_for_tests()
-    guardrails.reset_error_counts()
+    failures.reset_error_counts()
     return settings
 
 

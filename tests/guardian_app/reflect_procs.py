@@ -32,9 +32,9 @@ def _event() -> None:
 
 
 def _install_kill_points() -> None:
-    from reflection_site import checkpoints
     from guardian_app.reflect import opinions, reflect
     from guardian_app.write import workspace
+    from reflection_site import checkpoints
 
     real_save, real_write, real_record = checkpoints.save, workspace.write_file, opinions.record_fact
 

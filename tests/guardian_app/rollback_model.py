@@ -44,11 +44,13 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from guardian_app.errors import GuardianError, RollbackConflict
 from guardian_app.models import FileSnapshot, FileVersion, Rollback, WorkspaceFile, WriteGuardianAudit
-from guardian_app.write import workspace as ws
+from guardian_app.write import history
 from guardian_app.write.corrections import correct_audit
 from guardian_app.write.diffs import content_hash
 from guardian_app.write.guardian import retry_write, write_fact
-from guardian_app.write.rollback import is_edit_of, rollback_session, rollback_write
+from guardian_app.write.revert import is_edit_of
+from guardian_app.write.rollback import rollback_write
+from guardian_app.write.session_rollback import rollback_session
 from sessions_app.models import ConversationSession, ConversationTurn, MemoryGateDecision
 
 Status = WriteGuardianAudit.Status
@@ -408,7 +410,7 @@ class RollbackModel(RuleBasedStateMachine):
         if audit is None:
             return
         name = audit.target_file
-        ws.check_drift([name])
+        history.check_drift([name])
         self.look(name)
         pre = self.disk(name)
         assert pre == self.text(name), f"{name} differs from the model"
@@ -467,7 +469,7 @@ class RollbackModel(RuleBasedStateMachine):
     def session_rollback(self, session: str, partial: bool, window: str, pick: int) -> None:
         if not ConversationSession.objects.filter(id=session).exists():
             return
-        ws.check_drift(list(FILES))
+        history.check_drift(list(FILES))
         for name in FILES:
             self.look(name)
             assert self.disk(name) == self.text(name), f"{name} differs from the model"

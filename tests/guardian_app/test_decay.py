@@ -8,7 +8,7 @@ import math
 import pytest
 from django.utils import timezone
 
-from guardian_app.learning.guardrails import decay_learning, decay_value, requeue_unwritten_items
+from guardian_app.learning.decay import decay_learning, decay_value, requeue_unwritten_items
 from guardian_app.models import LearningEvent, MemoryItem, Rule
 
 pytestmark = pytest.mark.django_db

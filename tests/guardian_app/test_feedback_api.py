@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.db import DatabaseError
 
-from guardian_app.learning import guardrails, ratelimit
+from guardian_app.learning import feedback, ratelimit
+from guardian_app.learning.failures import guardrail_error_count
 from guardian_app.models import FeedbackIdempotency, LearningEvent, MemoryItem, Rule
 from sessions_app.models import ConversationTurn
 from tests.conftest import ApiClient
@@ -206,7 +207,7 @@ def test_the_idempotency_key_is_a_unique_constraint(learning, make_turn):
     from django.db import IntegrityError, transaction
 
     turn = make_turn()
-    key = guardrails.idempotency_key(turn.id, "u1", "up")
+    key = feedback.idempotency_key(turn.id, "u1", "up")
     FeedbackIdempotency.objects.create(idem_key=key, trace_id=turn.id, user_id="u1", feedback="up")
     with pytest.raises(IntegrityError), transaction.atomic():
         FeedbackIdempotency.objects.create(idem_key=key, trace_id=turn.id, user_id="u1", feedback="up")
@@ -216,7 +217,7 @@ def test_feedback_claimed_by_a_concurrent_request_is_deduplicated(learning, make
     """The loser of a race finds the key taken when it inserts: the unique key, not a prior read, decides."""
     turn = make_turn(fact=GOOD_FACT)
     FeedbackIdempotency.objects.create(
-        idem_key=guardrails.idempotency_key(turn.id, "u1", "up"), trace_id=turn.id, user_id="u1", feedback="up"
+        idem_key=feedback.idempotency_key(turn.id, "u1", "up"), trace_id=turn.id, user_id="u1", feedback="up"
     )
     body = post_feedback(turn.id, up()).json()
     assert body["deduplicated"] is True
@@ -294,7 +295,7 @@ def test_an_unreachable_redis_fails_open_and_is_counted(learning, make_turn, unu
     codes = [post_feedback(turn.id, up(f"user-{i % 2}")).status_code for i in range(4)]
     assert codes == [HTTPStatus.OK] * 4  # no limit enforced, and no 5xx
     assert ratelimit.fail_open_count("redis", policy="feedback") == 4
-    assert guardrails.guardrail_error_count("ratelimit") == 4
+    assert guardrail_error_count("ratelimit") == 4
     assert LearningEvent.objects.filter(event_type="guardrail_error", reason="ratelimit").count() == 1  # throttled
 
 
@@ -311,7 +312,7 @@ def test_a_failing_rate_limit_table_fails_open(learning, make_turn, monkeypatch)
 def test_ingest_is_untouched_when_the_guardrails_fail(learning, make_turn, monkeypatch, api_client):
     from tests.conftest import turn_payload
 
-    monkeypatch.setattr(guardrails, "_memory_guard", lambda *a: 1 / 0)
+    monkeypatch.setattr(feedback, "_memory_guard", lambda *a: 1 / 0)
     monkeypatch.setattr(ratelimit, "_hit_database", lambda *a, **kw: 1 / 0)
     assert api_client.post("/api/v1/turns", turn_payload()).status_code == HTTPStatus.CREATED
     turn = ConversationTurn.objects.get()
@@ -423,12 +424,13 @@ def unused_port() -> int:
 
 def test_a_concurrent_request_that_learned_the_same_fact_first_makes_a_duplicate(learning, make_turn, monkeypatch):
     """The fingerprint check passed, then another request inserted the same fact: the unique key decides."""
-    from guardian_app.learning.guardrails import MemoryCheck, fingerprint
+    from guardian_app.learning.memory import MemoryCheck
+    from guardian_app.learning.text import fingerprint
 
     winner = MemoryItem.objects.create(content=GOOD_FACT, fingerprint=fingerprint(GOOD_FACT))
     monkeypatch.setattr(
-        guardrails,
-        "_check_memory_in_database",
+        feedback,
+        "check_memory_in_database",
         lambda screened, project_id: MemoryCheck(True, "accepted", screened.fingerprint, screened.quality),
     )
     turn = make_turn(fact=GOOD_FACT)
@@ -439,7 +441,7 @@ def test_a_concurrent_request_that_learned_the_same_fact_first_makes_a_duplicate
     assert (event.event_type, event.reason, event.ref_id) == ("mem_reject", "duplicate", winner.id)
     turn.refresh_from_db()
     assert turn.feedback_json["last"] == "up"
-    assert guardrails.guardrail_error_count() == 0
+    assert guardrail_error_count() == 0
 
 
 @pytest.mark.django_db(transaction=True)

@@ -26,9 +26,11 @@ from typing import Any
 import pytest
 
 from guardian_app.models import FileSnapshot, FileVersion, Rollback, WorkspaceFile, WriteGuardianAudit
+from guardian_app.write import history
 from guardian_app.write import workspace as ws
 from guardian_app.write.diffs import content_hash
-from guardian_app.write.guardian import retry_write, sweep_pending_decisions, write_fact
+from guardian_app.write.guardian import retry_write, write_fact
+from guardian_app.write.recovery import sweep_pending_decisions
 from guardian_app.write.rollback import rollback_write
 from tests.services import ROOT
 
@@ -193,19 +195,19 @@ def test_a_crash_at_any_step_is_finished_by_the_reconciler(
     write("Prefers green tea in the afternoon.")
     decision = make_decision("UPDATE_USER", "Likes long walks on Sundays.")
     if step == "finish_write":
-        crash_once(monkeypatch, ws, "finish_write")
+        crash_once(monkeypatch, history, "finish_write")
     else:
         faults.fail(step, Crash())
     with pytest.raises(Crash):
         write_fact(decision)
 
     pending = WriteGuardianAudit.objects.get(decision=decision)
-    assert pending.status == Status.FAILED and pending.reason == ws.INTERRUPTED
+    assert pending.status == Status.FAILED and pending.reason == history.INTERRUPTED
     disk = user_md.read_text()
     replaced = step in ("fsync_dir", "finish_write")
     assert ("long walks" in disk) is replaced  # Old or new, nothing in between.
 
-    added = ws.check_drift()  # The reconciler (the drift check; the guardian sweep calls it too).
+    added = history.check_drift()  # The reconciler (the drift check; the guardian sweep calls it too).
     pending.refresh_from_db()
     assert pending.status == Status.WRITTEN
     assert [v.kind for v in added] == ["write"] and added[0].audit_id == pending.id
@@ -223,7 +225,7 @@ def test_a_crash_during_a_rollback_is_recorded_by_the_reconciler(step, faults, w
     audit = write("Likes long walks on Sundays.")
     before = user_md.read_text()
     if step == "record_version":
-        crash_once(monkeypatch, ws, "record_version")
+        crash_once(monkeypatch, history, "record_version")
     else:
         faults.fail(step, Crash())
     with pytest.raises(Crash):
@@ -231,7 +233,7 @@ def test_a_crash_during_a_rollback_is_recorded_by_the_reconciler(step, faults, w
     replaced = step in ("fsync_dir", "record_version")
     assert ("long walks" in user_md.read_text()) is not replaced  # Old or new, nothing in between.
 
-    ws.check_drift()
+    history.check_drift()
     audit.refresh_from_db()
     assert_history_matches_disk("USER.md", workspace)
     if replaced:
@@ -252,7 +254,7 @@ def test_a_crash_removing_a_created_file_is_recorded_by_the_reconciler(step, fau
     faults.fail(step, Crash())
     with pytest.raises(Crash):
         rollback_write(audit, reason="wrong", requested_by="alice")
-    ws.check_drift()
+    history.check_drift()
     audit.refresh_from_db()
     assert_history_matches_disk("USER.md", workspace)
     if step == "fsync_dir":  # The file was removed: the rollback happened.
@@ -308,7 +310,7 @@ def test_random_faults_over_many_writes_never_leave_a_partial_file_or_lose_a_fac
                 outcomes[audit.status] += 1
         except Crash:
             crashes += 1
-            ws.check_drift([name])  # The reconciler, as after a restart.
+            history.check_drift([name])  # The reconciler, as after a restart.
         faults.armed.clear()
         after = (workspace / name).read_bytes() if (workspace / name).exists() else None
         recorded = set(FileSnapshot.objects.filter(file_name=name).values_list("content_hash", flat=True))

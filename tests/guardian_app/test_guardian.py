@@ -9,8 +9,10 @@ import pytest
 from guardian_app.errors import GuardianError, InvalidEdits, UnknownFile
 from guardian_app.models import FileSnapshot, FileVersion, WorkspaceFile, WriteGuardianAudit
 from guardian_app.signals import memory_file_changed
-from guardian_app.write import workspace
-from guardian_app.write.guardian import apply_edits, guard_write, record_failure, sweep_pending_decisions, write_fact
+from guardian_app.write import history, paths, workspace
+from guardian_app.write.edits import apply_edits
+from guardian_app.write.guardian import guard_write, write_fact
+from guardian_app.write.recovery import record_failure, sweep_pending_decisions
 
 pytestmark = pytest.mark.django_db
 Status = WriteGuardianAudit.Status
@@ -122,7 +124,7 @@ def test_guard_write_is_idempotent_per_source_ref(user_md):
 @pytest.mark.parametrize("name", ["../etc/passwd", "settings.py", "user.md", "/tmp/USER.md", "USER.md/..", "", None])
 def test_names_outside_the_five_files_are_refused(name):
     with pytest.raises(UnknownFile):
-        workspace.path_for(name)
+        paths.path_for(name)
     with pytest.raises(UnknownFile):
         guard_write(target_file=name, candidate_fact="Prefers tea.", source="reflect")
 
@@ -135,9 +137,9 @@ def test_a_no_write_decision_has_nothing_to_write(make_decision):
 def test_identical_snapshot_content_is_stored_once(write, user_md):
     first = write("Prefers green tea in the afternoon.")
     user_md.write_text("")  # A hand edit back to an empty file...
-    workspace.reconcile("USER.md")
+    history.reconcile("USER.md")
     user_md.write_text(first.after_snapshot.content)  # ...and back again.
-    workspace.reconcile("USER.md")
+    history.reconcile("USER.md")
     assert FileSnapshot.objects.filter(file_name="USER.md", content_hash=first.after_snapshot.content_hash).count() == 1
     assert FileVersion.objects.filter(file_name="USER.md").count() == 3
 
@@ -171,7 +173,7 @@ def test_memory_file_changed_is_sent_after_commit(write, django_capture_on_commi
 
 
 def test_max_removed_lines_and_emptying_are_refused_by_the_checks(settings, user_md):
-    from guardian_app.write.guardian import check_result
+    from guardian_app.write.edits import check_result
 
     settings.GUARDIAN_MAX_REMOVED_LINES = 2
     before = "".join(f"- line {i}\n" for i in range(5))
@@ -208,7 +210,7 @@ def test_an_interrupted_write_is_finished_by_the_next_run(write, make_decision, 
     monkeypatch.undo()
 
     pending = WriteGuardianAudit.objects.get(decision=decision)
-    assert pending.status == Status.FAILED and pending.reason == workspace.INTERRUPTED
+    assert pending.status == Status.FAILED and pending.reason == history.INTERRUPTED
     assert WorkspaceFile.objects.get(file_name="USER.md").pending_audit_id == pending.id
     assert "long walks" not in user_md.read_text()
 
@@ -222,14 +224,12 @@ def test_an_interrupted_write_is_finished_by_the_next_run(write, make_decision, 
 
 def test_a_write_recorded_on_disk_but_not_in_the_database_is_not_a_hand_edit(make_decision, user_md, monkeypatch):
     """A crash after os.replace, before the audit was marked written."""
-    from guardian_app.write import workspace as ws
-
-    real_finish = ws.finish_write
-    monkeypatch.setattr(ws, "finish_write", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    real_finish = history.finish_write
+    monkeypatch.setattr(history, "finish_write", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     decision = make_decision("UPDATE_USER", "Likes long walks on Sundays.")
     with pytest.raises(KeyboardInterrupt):
         write_fact(decision)
-    monkeypatch.setattr(ws, "finish_write", real_finish)
+    monkeypatch.setattr(history, "finish_write", real_finish)
     assert "long walks" in user_md.read_text()
 
     audit = write_fact(decision)  # The redelivery reconciles first.

@@ -7,7 +7,7 @@ from http import HTTPStatus
 import pytest
 
 from guardian_app.models import BehaviorCorrection, Rollback, WriteGuardianAudit
-from guardian_app.write.workspace import check_drift
+from guardian_app.write.history import check_drift
 
 pytestmark = pytest.mark.django_db
 Status = WriteGuardianAudit.Status

@@ -130,11 +130,11 @@ def test_transient_errors_are_raised_for_the_task_and_recorded_for_an_operator_r
 
 
 def test_a_file_changed_while_the_llm_decides_is_asked_again(fake, write, user_md):
-    from guardian_app.write import workspace
+    from guardian_app.write import history
     from tests.fake_llm import guardian_responder
 
     user_md.write_text("## Preferences\n\n- Lives in Lisbon.\n")
-    workspace.check_drift()  # First sighting.
+    history.check_drift()  # First sighting.
     calls = []
 
     def edit_then_answer(body):

@@ -5,18 +5,13 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError
 
-from guardian_app.learning import guardrails
-from guardian_app.learning.guardrails import (
-    apply_feedback,
-    boilerplate_share,
-    check_memory_candidate,
-    classify_rule,
-    draft_rule,
-    fingerprint,
-    idempotency_key,
-    is_boilerplate,
-    score_memory_candidate,
-)
+from guardian_app.learning import actions, feedback
+from guardian_app.learning.failures import guardrail_error_count
+from guardian_app.learning.feedback import apply_feedback, idempotency_key
+from guardian_app.learning.memory import check_memory_candidate
+from guardian_app.learning.metrics import learning_metrics
+from guardian_app.learning.rules import classify_rule, draft_rule
+from guardian_app.learning.text import boilerplate_share, fingerprint, is_boilerplate, score_memory_candidate
 from guardian_app.models import FeedbackIdempotency, LearningEvent, MemoryItem, Rule
 from sessions_app.models import ConversationTurn
 
@@ -382,17 +377,17 @@ def test_a_database_error_in_the_memory_guard_fails_open(learning, make_turn, mo
     outcome = apply_feedback(turn, user_id="u1", feedback="up")
     assert (outcome.accepted, outcome.reason) == (False, "guardrails_error")
     assert ConversationTurn.objects.get(id=turn.id).feedback_json["last"] == "up"  # still acknowledged and stored
-    assert guardrails.guardrail_error_count("memory_guard") == 1
+    assert guardrail_error_count("memory_guard") == 1
     (event,) = events("guardrail_error")
     assert event.reason == "memory_guard" and "disk I/O error" in event.payload_json["error"]
     assert not events("mem_accept") and guardian_calls == []
 
 
 def test_an_error_in_the_rule_guard_fails_open(learning, make_turn, monkeypatch):
-    monkeypatch.setattr(guardrails, "draft_rule", lambda reason: 1 / 0)
+    monkeypatch.setattr(feedback, "draft_rule", lambda reason: 1 / 0)
     outcome = apply_feedback(make_turn(), user_id="u1", feedback="down", reason="Never use emoji in replies")
     assert outcome.reason == "guardrails_error"
-    assert guardrails.guardrail_error_count("rule_guard") == 1
+    assert guardrail_error_count("rule_guard") == 1
 
 
 def test_a_failing_idempotency_table_fails_open_and_keeps_the_feedback(learning, make_turn, monkeypatch):
@@ -404,25 +399,25 @@ def test_a_failing_idempotency_table_fails_open_and_keeps_the_feedback(learning,
     outcome = apply_feedback(turn, user_id="u1", feedback="up")
     assert outcome.reason == "guardrails_error"
     assert ConversationTurn.objects.get(id=turn.id).feedback_json["events"][0]["user_id"] == "u1"
-    assert guardrails.guardrail_error_count("idempotency") == 1
+    assert guardrail_error_count("idempotency") == 1
 
 
 def test_when_the_database_cannot_record_the_error_it_is_still_counted(learning, make_turn, monkeypatch):
-    monkeypatch.setattr(guardrails, "draft_rule", lambda reason: 1 / 0)
+    monkeypatch.setattr(feedback, "draft_rule", lambda reason: 1 / 0)
     monkeypatch.setattr(LearningEvent.objects, "create", lambda **kw: (_ for _ in ()).throw(DatabaseError("down")))
     outcome = apply_feedback(make_turn(), user_id="u1", feedback="down", reason="Never use emoji in replies")
     assert outcome.reason == "guardrails_error"
-    assert guardrails.guardrail_error_count() == 1
+    assert guardrail_error_count() == 1
 
 
 # --- Operator actions ----------------------------------------------------------------------------
 def test_operator_actions_change_status_and_are_audited(learning, make_turn):
     apply_feedback(make_turn(fact=GOOD_FACT), user_id="u1", feedback="up")
     item = MemoryItem.objects.get()
-    assert guardrails.change_status(item, "suppress", actor="admin:ops")
-    assert not guardrails.change_status(item, "suppress", actor="admin:ops")  # already suppressed
-    assert guardrails.change_status(item, "reactivate", actor="admin:ops")
-    assert guardrails.change_status(item, "archive", actor="admin:ops")
+    assert actions.change_status(item, "suppress", actor="admin:ops")
+    assert not actions.change_status(item, "suppress", actor="admin:ops")  # already suppressed
+    assert actions.change_status(item, "reactivate", actor="admin:ops")
+    assert actions.change_status(item, "archive", actor="admin:ops")
     assert MemoryItem.objects.get().status == "expired"
     assert [(e.event_type, e.source) for e in events()][1:] == [
         ("mem_suppress", "operator"),
@@ -435,7 +430,7 @@ def test_reactivating_a_suppressed_rule_suppresses_the_rule_that_displaced_it(le
     apply_feedback(make_turn(), user_id="u1", feedback="down", reason="Use more emoji in replies")
     apply_feedback(make_turn(), user_id="u2", feedback="down", reason="Never use emoji in replies")
     old = Rule.objects.get(status="suppressed")
-    guardrails.change_status(old, "reactivate", actor="admin:ops")
+    actions.change_status(old, "reactivate", actor="admin:ops")
     assert dict(Rule.objects.values_list("content", "status")) == {
         "Use more emoji in replies": "active",
         "Never use emoji in replies": "suppressed",
@@ -453,9 +448,9 @@ def test_metrics_count_decisions_and_the_hit_rate(learning, make_turn):
     apply_feedback(make_turn(), user_id="u1", feedback="down", reason="Use more emoji in replies")
     apply_feedback(make_turn(), user_id="u1", feedback="down", reason="Never use emoji in replies")
     apply_feedback(make_turn(), user_id="u2", feedback="down", reason="Use more emoji please, always")
-    guardrails.record_hit("memory-items", MemoryItem.objects.get().id)
+    actions.record_hit("memory-items", MemoryItem.objects.get().id)
     now = timezone.now()
-    metrics = guardrails.learning_metrics(since=now - dt.timedelta(days=7), until=now + dt.timedelta(seconds=1))
+    metrics = learning_metrics(since=now - dt.timedelta(days=7), until=now + dt.timedelta(seconds=1))
     assert (metrics["accepted"], metrics["rejected"], metrics["conflict"]) == (3, 1, 2)
     assert metrics["active"] == {"memory_items": 1, "rules": 1}
     assert metrics["hit_rate"] == 0.5

@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from guardian_app.admin.learning import learning_chart_svg
-from guardian_app.learning.guardrails import apply_feedback
+from guardian_app.learning.feedback import apply_feedback
 from guardian_app.models import LearningEvent, MemoryItem, Rule
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,10 @@ from django.db import connection
 
 from guardian_app.models import MemoryChunk, MemoryIndexFile
 from guardian_app.recall import index as index_module
-from guardian_app.recall.index import ensure_search_schema, index_workspace, workspace_files
+from guardian_app.recall.index import index_workspace
 from guardian_app.recall.recall import recall, record_hits
+from guardian_app.recall.sources import workspace_files
+from guardian_app.recall.storage import ensure_search_schema
 
 pytestmark = pytest.mark.django_db
 

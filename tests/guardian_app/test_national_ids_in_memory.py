@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from guardian_app.models import WriteGuardianAudit
-from guardian_app.write.guardian import check_result
+from guardian_app.write.edits import check_result
 
 pytestmark = pytest.mark.django_db
 Status = WriteGuardianAudit.Status

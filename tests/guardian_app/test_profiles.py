@@ -24,8 +24,8 @@ from django.urls import reverse
 from guardian_app.errors import UnknownFile
 from guardian_app.models import FileVersion, WriteGuardianAudit
 from guardian_app.recall.index import workspace_files
-from guardian_app.reflect.reflect import existing_entity_pages
-from guardian_app.write import workspace as ws
+from guardian_app.reflect.plan import existing_entity_pages
+from guardian_app.write import history, paths
 from guardian_app.write.guardian import guard_write
 from guardian_app.write.rollback import rollback_write
 from reflection_site import memory_files
@@ -117,7 +117,7 @@ def test_seed_writes_tool_facts_to_tools_md_and_has_no_size_limit(workspace: Pat
 
 def test_seed_rejects_agents_md_as_a_file_name(api_client):
     with pytest.raises(UnknownFile, match="TOOLS.md"):
-        ws.path_for("AGENTS.md")
+        paths.path_for("AGENTS.md")
     response = api_client.get(reverse("api:get_memory_file", args=["AGENTS.md"]))
     assert response.status_code == HTTPStatus.NOT_FOUND
     assert response.json()["error"]["code"] == "unknown_file"
@@ -212,9 +212,9 @@ def test_openclaw_records_a_change_to_memory_md_as_the_agents_and_keeps_it(openc
     dreamed = (workspace / "MEMORY.md").read_text() + "- Consolidated: the user ships on Fridays.\n"
     (workspace / "MEMORY.md").write_text(dreamed)  # OpenClaw's dreaming, not us
     (workspace / "USER.md").write_text("# User\n\n- Alice.\n")
-    ws.check_drift()
+    history.check_drift()
     (workspace / "USER.md").write_text("# User\n\n- Alice, in Berlin.\n")
-    versions = ws.check_drift()
+    versions = history.check_drift()
     kinds = {(v.file_name, v.kind) for v in versions}
     assert ("USER.md", "hand_edit") in kinds
     memory = FileVersion.objects.filter(file_name="MEMORY.md").order_by("seq")
@@ -234,13 +234,13 @@ def test_openclaw_records_a_change_to_memory_md_as_the_agents_and_keeps_it(openc
 def test_seed_still_calls_a_change_to_memory_md_a_hand_edit(workspace, make_decision):
     _fact(make_decision, "UPDATE_MEMORY", "The staging database moved to db2.internal.")
     (workspace / "MEMORY.md").write_text((workspace / "MEMORY.md").read_text() + "- By hand.\n")
-    assert [v.kind for v in ws.check_drift()] == ["hand_edit"]
+    assert [v.kind for v in history.check_drift()] == ["hand_edit"]
 
 
 def test_the_history_api_filters_agent_edits(openclaw, workspace, make_decision, api_client):
     _fact(make_decision, "UPDATE_MEMORY", "The staging database moved to db2.internal.")
     (workspace / "MEMORY.md").write_text((workspace / "MEMORY.md").read_text() + "- Dreamed.\n")
-    ws.check_drift()
+    history.check_drift()
     response = api_client.get(reverse("api:file_history", args=["MEMORY.md"]), {"kind": "agent_edit"})
     assert response.status_code == HTTPStatus.OK
     assert [v["kind"] for v in response.json()["items"]] == ["agent_edit"]
@@ -248,7 +248,7 @@ def test_the_history_api_filters_agent_edits(openclaw, workspace, make_decision,
 
 # --- Reflect's pages ----------------------------------------------------------------------------
 def _write_page(entity: str, line: str, ref: str) -> WriteGuardianAudit:
-    page = ws.bank_page(entity)
+    page = paths.bank_page(entity)
     reply = {"action": "write", "reason": "page", "edits": [{"op": "append", "section": entity, "text": line}]}
     return guard_write(target_file=page, candidate_fact=line, source="reflect", source_ref=ref, compose=lambda _: reply)
 
@@ -264,7 +264,7 @@ def test_openclaw_puts_reflects_pages_under_memory_where_it_indexes_them(opencla
     # A change there that Reflection did not make is the agent's (it writes memory/).
     page = workspace / "memory" / "bank" / "entities" / "Peter.md"
     page.write_text(page.read_text() + "- Peter moved to Munich.\n")
-    assert [(v.file_name, v.kind) for v in ws.check_drift()] == [("bank/entities/Peter.md", "agent_edit")]
+    assert [(v.file_name, v.kind) for v in history.check_drift()] == [("bank/entities/Peter.md", "agent_edit")]
 
 
 def test_seed_keeps_reflects_pages_under_bank(workspace):

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from guardian_app.recall.fulltext import fts5_query, keyword_search
 from guardian_app.recall.index import index_workspace
-from guardian_app.recall.recall import InvalidRecallQuery, fts5_query, keyword_search, parse_time, query_terms, recall
+from guardian_app.recall.query import InvalidRecallQuery, parse_time, query_terms
+from guardian_app.recall.recall import recall
 
 pytestmark = pytest.mark.django_db
 
@@ -159,7 +161,7 @@ def test_terms_are_ored_so_k_fills_with_the_best_partial_matches(recall_notes):
 
 
 def _no_filters():
-    from guardian_app.recall.recall import Filters
+    from guardian_app.recall.rows import Filters
 
     return Filters()
 
@@ -269,7 +271,8 @@ def test_stored_turns_are_recalled_with_their_session_and_turn(recall_notes):
 
 def test_turns_are_indexed_as_a_delta_and_vanish_with_their_session(recall_notes):
     from guardian_app.models import MemoryChunk
-    from guardian_app.recall.index import SESSIONS_META_KEY, read_meta, write_meta
+    from guardian_app.recall.storage import read_meta, write_meta
+    from guardian_app.recall.transcripts import SESSIONS_META_KEY
     from sessions_app.models import ConversationSession
 
     _turn("telegram:mara", 1, "The kayak needs a new paddle.")

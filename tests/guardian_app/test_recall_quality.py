@@ -160,7 +160,7 @@ def test_the_baseline_is_real_bm25_and_the_metric_can_fail(seed_profile):
     ],
 )
 def test_time_expressions_become_a_window_and_leave_the_words(query, start, end, rest):
-    from guardian_app.recall.recall import query_terms, time_scope
+    from guardian_app.recall.query import query_terms, time_scope
 
     scope, remaining = time_scope(query, now=dt.datetime(2026, 6, 15, 12, tzinfo=dt.UTC))
     assert scope is not None
@@ -171,7 +171,7 @@ def test_time_expressions_become_a_window_and_leave_the_words(query, start, end,
 
 
 def test_a_question_without_a_time_expression_has_no_scope():
-    from guardian_app.recall.recall import time_scope
+    from guardian_app.recall.query import time_scope
 
     assert time_scope("Where does Mara live?", now=dt.datetime(2026, 6, 15, tzinfo=dt.UTC)) == (
         None,

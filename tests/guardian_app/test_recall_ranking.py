@@ -14,18 +14,13 @@ import pytest
 from django.db import connection
 
 from guardian_app.models import EmbeddingCache, MemoryChunk
-from guardian_app.recall import recall as recall_module
+from guardian_app.recall import vectors as vectors_module
 from guardian_app.recall.embeddings import EmbeddingConfig, batches, embed_texts, from_blob, load_local_embedder
 from guardian_app.recall.index import index_workspace
-from guardian_app.recall.recall import (
-    Filters,
-    boost_factor,
-    merge_scores,
-    recall,
-    record_hits,
-    sqlite_vec_available,
-    vector_search,
-)
+from guardian_app.recall.ranking import boost_factor, merge_scores
+from guardian_app.recall.recall import recall, record_hits
+from guardian_app.recall.rows import Filters
+from guardian_app.recall.vectors import sqlite_vec_available, vector_search
 
 pytestmark = pytest.mark.django_db
 
@@ -319,7 +314,7 @@ def test_transient_errors_are_retried_by_the_sdk(embeddings, monkeypatch):
 def test_sqlite_vec_loads_in_this_python():
     """The extension really loads (through pysqlite3: the project's sqlite3 module cannot load extensions)."""
     assert sqlite_vec_available() is True
-    assert recall_module._vec_state["version"].startswith("v0.1.")
+    assert vectors_module._vec_state["version"].startswith("v0.1.")
 
 
 def _vector_db(path: Path, vectors: np.ndarray, label: str) -> None:
@@ -357,24 +352,24 @@ def test_the_real_sqlite_vec_ranks_like_numpy(tmp_path):
     ]
     vectors = load_local_embedder().embed(texts)
     _vector_db(tmp_path / "v.db", vectors, "m")
-    conn = recall_module._vec_connect((tmp_path / "v.db").as_uri() + "?mode=ro")
+    conn = vectors_module._vec_connect((tmp_path / "v.db").as_uri() + "?mode=ro")
     query = load_local_embedder().embed(["where is the bike stored?"])[0]
-    got = recall_module.sqlite_vec_search(conn, query, "m", Filters(), 5)
+    got = vectors_module.sqlite_vec_search(conn, query, "m", Filters(), 5)
     scores = vectors @ query
     expected = {int(i) + 1: float(scores[i]) for i in np.argsort(-scores)[:5]}
     assert list(got) == list(expected)  # Same order, and the other model's row is never compared.
     assert got == pytest.approx(expected, abs=1e-5)
-    only_day_one = recall_module.sqlite_vec_search(conn, query, "m", Filters(file="memory/2026-01-01.md"), 5)
+    only_day_one = vectors_module.sqlite_vec_search(conn, query, "m", Filters(file="memory/2026-01-01.md"), 5)
     assert set(only_day_one) == {1, 29}  # The keyword search's filter SQL, run by the extension's connection.
 
 
 def test_above_the_brute_force_limit_recall_uses_sqlite_vec_on_the_database_file(tmp_path, settings, monkeypatch):
     vectors = load_local_embedder().embed(["the wine is in the cellar", "the boat is in the harbour"])
     _vector_db(tmp_path / "v.db", vectors, "m")
-    conn = recall_module._vec_connect((tmp_path / "v.db").as_uri() + "?mode=ro")
+    conn = vectors_module._vec_connect((tmp_path / "v.db").as_uri() + "?mode=ro")
     settings.RECALL_BRUTE_FORCE_MAX_CHUNKS = -1  # The Django test database (in memory) holds no vector.
-    monkeypatch.setattr(recall_module, "_vec_connection", lambda: conn)
-    monkeypatch.setattr(recall_module, "index_generation", lambda: "g")
+    monkeypatch.setattr(vectors_module, "_vec_connection", lambda: conn)
+    monkeypatch.setattr(vectors_module, "index_generation", lambda: "g")
     if connection.vendor != "sqlite":
         pytest.skip("sqlite-vec serves SQLite; PostgreSQL uses NumPy (pgvector is not in Debian 12's packages)")
     got = vector_search(load_local_embedder().embed(["boats"])[0], "m", Filters(), 1)
@@ -404,20 +399,20 @@ def test_after_a_query_embedding_failure_recall_stops_waiting_for_the_endpoint(
 # --- The vector matrix --------------------------------------------------------------------------------------------
 def test_a_full_index_run_saves_the_matrix_and_recall_maps_it(notes, settings):
     from guardian_app.recall.embeddings import current_config
-    from guardian_app.recall.index import index_generation
+    from guardian_app.recall.storage import index_generation
 
     index_workspace()
     label = current_config().label
-    folder = recall_module._matrix_dir(label, index_generation())
-    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{n}.npy" for n in recall_module._MATRIX_FILES)
-    recall_module._matrices.clear()
+    folder = vectors_module.matrix_dir(label, index_generation())
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{n}.npy" for n in vectors_module._MATRIX_FILES)
+    vectors_module._matrices.clear()
     answer = recall("staging server", now=NOW)
     assert answer.mode == "hybrid" and answer.results[0].source == "TOOLS.md#L3"
-    matrix = recall_module._matrices[connection.alias]
+    matrix = vectors_module._matrices[connection.alias]
     assert isinstance(matrix.vectors, np.memmap) and matrix.ids.size == MemoryChunk.objects.count()
     notes("USER.md", "# User\n\n- Prefers summaries on Mondays.\n")
     index_workspace()
-    newer = recall_module._matrix_dir(label, index_generation())
+    newer = vectors_module.matrix_dir(label, index_generation())
     assert newer != folder and newer.is_dir() and not folder.exists()  # The old generation's files are gone.
 
 
@@ -426,8 +421,8 @@ def test_the_prefix_shortlist_returns_the_exact_top_k(notes, monkeypatch):
     query = load_local_embedder().embed(["Which server runs staging?"])[0]
     label = "local/wordllama/l2_supercat-256"
     exact = vector_search(query, label, Filters(), 3)
-    monkeypatch.setattr(recall_module, "PREFIX_MIN_ROWS", 0)
-    monkeypatch.setattr(recall_module, "PREFIX_SHORTLIST", 2)  # 6 of the 4 chunks: the shortlist keeps them all.
+    monkeypatch.setattr(vectors_module, "PREFIX_MIN_ROWS", 0)
+    monkeypatch.setattr(vectors_module, "PREFIX_SHORTLIST", 2)  # 6 of the 4 chunks: the shortlist keeps them all.
     assert vector_search(query, label, Filters(), 3) == pytest.approx(exact)
     filtered = vector_search(query, label, Filters(file="TOOLS.md"), 3)
     assert filtered and set(filtered) <= set(MemoryChunk.objects.filter(path="TOOLS.md").values_list("id", flat=True))

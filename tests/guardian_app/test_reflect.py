@@ -17,8 +17,9 @@ from guardian_app.models import (
     ReflectRun,
     WriteGuardianAudit,
 )
+from guardian_app.reflect.page_writes import run_audits, source_ref
 from guardian_app.reflect.pages import BEGIN
-from guardian_app.reflect.reflect import execute_run, reflect, run_audits, source_ref, start_run
+from guardian_app.reflect.reflect import execute_run, reflect, start_run
 from guardian_app.write import workspace as workspace_module
 from guardian_app.write.rollback import rollback_write
 from reflection_site.models import JobCheckpoint
@@ -266,7 +267,7 @@ def test_a_run_that_fails_halfway_finishes_on_its_next_start(reflect_log, worksp
 
     reflect_log(*BULLETS)
     run = start_run(since="7d")
-    real = reflect_module._process_item
+    real = reflect_module.process_item
     calls = {"n": 0}
 
     def flaky(*args, **kwargs):
@@ -275,7 +276,7 @@ def test_a_run_that_fails_halfway_finishes_on_its_next_start(reflect_log, worksp
             raise OSError("disk full")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(reflect_module, "_process_item", flaky)
+    monkeypatch.setattr(reflect_module, "process_item", flaky)
     with pytest.raises(OSError):
         execute_run(run)
     run.refresh_from_db()

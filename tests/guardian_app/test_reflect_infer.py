@@ -12,8 +12,9 @@ import pytest
 
 from guardian_app.models import WriteGuardianAudit
 from guardian_app.recall.retain import PREFIX_FOR_KIND, infer_kind
+from guardian_app.reflect.page_writes import source_ref
 from guardian_app.reflect.pages import compose_retain
-from guardian_app.reflect.reflect import reflect, source_ref
+from guardian_app.reflect.reflect import reflect
 from guardian_app.write.rollback import rollback_write
 
 TABLE = Path(__file__).parent / "data" / "reflect_infer_labels.tsv"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from guardian_app.models import FileVersion, WriteGuardianAudit
-from guardian_app.reflect.reflect import reflect, source_ref
+from guardian_app.reflect.page_writes import source_ref
+from guardian_app.reflect.reflect import reflect
 from guardian_app.write.rollback import rollback_write
 
 pytestmark = pytest.mark.django_db

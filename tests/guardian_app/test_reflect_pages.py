@@ -23,7 +23,7 @@ from guardian_app.reflect.pages import (
     split_page,
     summarise_offline,
 )
-from guardian_app.write.guardian import apply_edits
+from guardian_app.write.edits import apply_edits
 
 D1, D2, D3 = dt.date(2025, 11, 25), dt.date(2025, 11, 26), dt.date(2025, 11, 27)
 

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 
 from guardian_app.errors import UnknownFile
 from guardian_app.models import FileSnapshot, FileVersion, WorkspaceFile, WriteGuardianAudit
-from guardian_app.write import workspace as ws
+from guardian_app.write import history, paths
 from guardian_app.write.guardian import guard_write
 from guardian_app.write.rollback import rollback_write
 
@@ -34,17 +34,17 @@ pytestmark = pytest.mark.django_db
 def test_bank_page_makes_a_safe_name_from_an_entity(entity, page):
     if page is None:
         with pytest.raises(UnknownFile):
-            ws.bank_page(entity)
+            paths.bank_page(entity)
     else:
-        assert ws.bank_page(entity) == page
+        assert paths.bank_page(entity) == page
 
 
 def test_names_that_lose_letters_get_a_hash_and_never_collide():
-    first, second = ws.bank_page("小明"), ws.bank_page("小红")
+    first, second = paths.bank_page("小明"), paths.bank_page("小红")
     assert first != second
     assert first.startswith("bank/entities/") and first.endswith(".md")
-    assert ws.bank_page("Peter小明").startswith("bank/entities/Peter-")
-    long = ws.bank_page("x" * 300)
+    assert paths.bank_page("Peter小明").startswith("bank/entities/Peter-")
+    long = paths.bank_page("x" * 300)
     assert len(long) == len("bank/entities/") + 64 + len(".md")
 
 
@@ -60,7 +60,7 @@ def test_names_that_lose_letters_get_a_hash_and_never_collide():
     ],
 )
 def test_canonical_names(name):
-    assert ws.canonical_name(name) == name
+    assert paths.canonical_name(name) == name
 
 
 @pytest.mark.parametrize(
@@ -83,12 +83,12 @@ def test_canonical_names(name):
 )
 def test_every_other_name_is_unknown(name):
     with pytest.raises(UnknownFile):
-        ws.path_for(name)
+        paths.path_for(name)
 
 
 def test_a_bank_path_stays_in_the_workspace(settings):
     expected = settings.WORKSPACE_DIR / "bank" / "entities" / "Peter.md"
-    assert ws.path_for("bank/entities/Peter.md") == expected
+    assert paths.path_for("bank/entities/Peter.md") == expected
 
 
 def test_a_symlinked_bank_folder_is_refused(settings, tmp_path):
@@ -96,7 +96,7 @@ def test_a_symlinked_bank_folder_is_refused(settings, tmp_path):
     outside.mkdir()
     (settings.WORKSPACE_DIR / "bank").symlink_to(outside)
     with pytest.raises(UnknownFile):
-        ws.path_for("bank/opinions.md")
+        paths.path_for("bank/opinions.md")
 
 
 @pytest.mark.parametrize("name", ["bank/entities/../x.md", "bank/notes.md", "SECRETS.md", "bank/entities/a b.md"])
@@ -189,7 +189,7 @@ def test_the_drift_check_records_a_hand_edit_of_a_bank_page(workspace):
     )
     (workspace / name).write_text("a\nb by hand\n")
 
-    added = ws.check_drift()
+    added = history.check_drift()
 
     assert [(v.file_name, v.kind) for v in added] == [(name, "hand_edit")]
 

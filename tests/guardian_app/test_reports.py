@@ -26,7 +26,7 @@ from guardian_app.reflect.reports import (
     session_report,
 )
 from guardian_app.reflect.webhook import WebhookError
-from guardian_app.write.guardian import record_failure
+from guardian_app.write.recovery import record_failure
 from guardian_app.write.rollback import rollback_write
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,10 @@ from django.utils import timezone
 
 from guardian_app.errors import NotRollbackable, RollbackConflict, RollbackDisabled
 from guardian_app.models import FileSnapshot, FileVersion, Rollback, WriteGuardianAudit
-from guardian_app.write import workspace
-from guardian_app.write.rollback import plan_revert, rollback_session, rollback_write
+from guardian_app.write import history, locks
+from guardian_app.write.revert import plan_revert
+from guardian_app.write.rollback import rollback_write
+from guardian_app.write.session_rollback import rollback_session
 
 pytestmark = pytest.mark.django_db
 Status = WriteGuardianAudit.Status
@@ -87,14 +89,14 @@ def test_an_overlapping_later_write_is_named_in_the_conflict(write, user_md):
     )  # refused: vague
     assert replace.status == Status.REFUSED
     # A later write that rewrites the first fact's line (as an LLM guardian's replace edit would).
-    from guardian_app.write.guardian import Outcome, _new_audit, _record_locked
+    from guardian_app.write.guardian import Outcome, _record_locked, new_audit
 
-    with workspace.file_lock("USER.md"):
-        state = workspace.sync("USER.md")
+    with locks.file_lock("USER.md"):
+        state = history.sync("USER.md")
         later = _record_locked(
             state,
             Outcome(Status.WRITTEN, "update", new_content=state.content.replace("green tea", "black tea")),
-            _new_audit(
+            new_audit(
                 "USER.md",
                 "Prefers black tea.",
                 decision=None,
@@ -154,7 +156,7 @@ def test_the_history_shows_writes_hand_edits_and_rollbacks_newest_first(write, u
 
     first = write("Prefers green tea in the afternoon.")
     user_md.write_text(user_md.read_text() + "- By hand.\n")
-    workspace.reconcile("USER.md")
+    history.reconcile("USER.md")
     rollback_write(first, reason="wrong", requested_by="alice")
     kinds = [v.kind for v in file_history("USER.md")]
     assert kinds == ["rollback", "hand_edit", "write"]
@@ -270,14 +272,14 @@ def test_session_rollback_of_an_unknown_session_is_404():
 # --- Issue 17: nothing rolled back comes back, and every report is measured on the file --------------
 def _raw_write(name: str, new_content: str, fact: str) -> WriteGuardianAudit:
     """A written audit whose edit is ``new_content`` (as an LLM guardian's replace or delete edit would be)."""
-    from guardian_app.write.guardian import Outcome, _new_audit, _record_locked
+    from guardian_app.write.guardian import Outcome, _record_locked, new_audit
 
-    with workspace.file_lock(name):
-        state = workspace.sync(name)
+    with locks.file_lock(name):
+        state = history.sync(name)
         return _record_locked(
             state,
             Outcome(Status.WRITTEN, "edit", new_content=new_content),
-            _new_audit(name, fact, decision=None, source="reflect", source_ref=fact, retry_of=None, requested_by="t"),
+            new_audit(name, fact, decision=None, source="reflect", source_ref=fact, retry_of=None, requested_by="t"),
         )
 
 

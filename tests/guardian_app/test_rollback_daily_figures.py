@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from guardian_app.models import Rollback, WriteGuardianAudit
 from guardian_app.reflect.reports import daily_report
-from guardian_app.write.rollback import rollback_session, rollback_write
+from guardian_app.write.rollback import rollback_write
+from guardian_app.write.session_rollback import rollback_session
 from sessions_app.models import ConversationTurn, MemoryGateDecision
 
 pytestmark = pytest.mark.django_db

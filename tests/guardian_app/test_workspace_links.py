@@ -25,6 +25,7 @@ from django.urls import reverse
 from guardian_app.errors import UnknownFile, UnsafeFile
 from guardian_app.models import FileSnapshot, FileVersion, MemoryChunk, WorkspaceFile, WriteGuardianAudit
 from guardian_app.recall.index import index_workspace
+from guardian_app.write import history
 from guardian_app.write import workspace as ws
 from sessions_app.models import FILE_FOR_DECISION
 
@@ -125,7 +126,7 @@ def test_the_drift_check_reports_the_finding_and_reads_nothing(workspace, kind):
     found, target = _stand_in(kind, workspace / "SOUL.md", workspace)
     (workspace / "USER.md").write_text("# User\n- Likes tea.\n")
 
-    versions = ws.check_drift()
+    versions = history.check_drift()
 
     assert [(v.file_name, v.kind) for v in versions] == [("USER.md", "initial")]
     assert found in ws.unsafe_files()["SOUL.md"]
@@ -146,7 +147,7 @@ def test_the_finding_shows_in_the_admin_and_closes_when_a_regular_file_is_back(a
 
     user_md.unlink()
     user_md.write_text("# User\n- Lives in Lisbon.\n")
-    assert ws.check_drift() and ws.unsafe_files() == {}
+    assert history.check_drift() and ws.unsafe_files() == {}
     audit = write("Prefers green tea in the afternoon.")
     assert audit.status == WriteGuardianAudit.Status.WRITTEN, audit.reason
     assert "green tea" in user_md.read_text() and not user_md.is_symlink()

@@ -14,9 +14,9 @@ import redis
 from django.conf import settings as django_settings
 from django.db import connection
 
-from guardian_app.learning import guardrails, ratelimit
+from guardian_app.learning import failures, ratelimit
 from guardian_app.models import LearningEvent, MemoryItem, WriteGuardianAudit
-from guardian_app.write.workspace import INTERRUPTED
+from guardian_app.write.history import INTERRUPTED
 from sessions_app.models import ConversationSession, ConversationTurn, GateStatus, MemoryGateDecision
 from tests.conftest import ApiClient
 from tests.services import wait_until
@@ -34,7 +34,7 @@ def learning(settings: Any) -> Any:
     settings.LEARNING_FEEDBACK_TOKEN = TOKEN
     settings.LEARNING_RATE_LIMIT_PER_MIN = 3
     ratelimit.reset_for_tests()
-    guardrails.reset_error_counts()
+    failures.reset_error_counts()
     yield settings
     ratelimit.reset_for_tests()
 

@@ -12,8 +12,8 @@ import pytest
 
 from guardian_app.models import FileVersion, WriteGuardianAudit
 from guardian_app.tasks import run_guardian
-from guardian_app.write.guardian import sweep_pending_decisions
-from guardian_app.write.workspace import INTERRUPTED
+from guardian_app.write.history import INTERRUPTED
+from guardian_app.write.recovery import sweep_pending_decisions
 from reflection_site.models import ApiKey
 from sessions_app.models import MemoryGateDecision
 from tests.conftest import ApiClient, turn_payload

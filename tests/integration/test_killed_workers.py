@@ -40,8 +40,8 @@ import pytest
 from django.db import connection
 
 from guardian_app.models import MEMORY_FILES, FileVersion, WorkspaceFile, WriteGuardianAudit
-from guardian_app.write.guardian import sweep_pending_decisions
-from guardian_app.write.workspace import INTERRUPTED, check_drift
+from guardian_app.write.history import INTERRUPTED, check_drift
+from guardian_app.write.recovery import sweep_pending_decisions
 from reflection_site.models import ApiKey
 from sessions_app.gate import sweep_pending_turns
 from sessions_app.models import ConversationTurn, Decision, GateStatus, MemoryGateDecision

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from guardian_app.models import Opinion, ReflectRun, WriteGuardianAudit
-from guardian_app.write.workspace import INTERRUPTED
+from guardian_app.write.history import INTERRUPTED
 from reflection_site.models import ApiKey, JobCheckpoint
 from tests.conftest import ApiClient
 from tests.fake_llm import FakeReply, smart_responder

@@ -183,7 +183,7 @@ def _database_state() -> dict[str, list[dict[str, Any]]]:
 @pytest.fixture
 def hand_edited_user_md(workspace: Any) -> Any:
     """USER.md with a recorded version, then changed by hand (not yet recorded)."""
-    from guardian_app.write.workspace import check_drift
+    from guardian_app.write.history import check_drift
 
     path = workspace / "USER.md"
     path.write_text("## Preferences\n\n- Prefers tea.\n")
@@ -210,7 +210,7 @@ def test_no_get_operation_writes_to_the_database(make_key: Any, hand_edited_user
 
 def test_reading_a_file_history_records_no_hand_edit(make_key: Any, hand_edited_user_md: Any) -> None:
     from guardian_app.models import FileVersion
-    from guardian_app.write.workspace import check_drift
+    from guardian_app.write.history import check_drift
 
     reader = ApiClient(make_key("read"))
     versions = FileVersion.objects.count()

@@ -10,7 +10,7 @@ import pytest
 from django.contrib import admin
 from django.urls import reverse
 
-from sessions_app.management.commands.seed_scale import seed
+from benchmarks.seed_scale import seed
 
 pytestmark = pytest.mark.django_db
 

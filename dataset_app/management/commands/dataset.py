@@ -21,9 +21,10 @@ from dataset_app.collect import TYPE_ALIASES, collect_samples, sample_types_for
 from dataset_app.errors import DatasetError
 from dataset_app.exporters import WRITERS, claim_export, create_export, write_export
 from dataset_app.models import AnnotationStatus, DatasetSample, EvaluationRun, SampleType
-from reflection_site.privacy import redact, redact_data
+from reflection_site.privacy import redact
 
 BAR_WIDTH = 40
+WITHHELD = "  (text withheld: it holds personal data that could not be redacted; --raw shows it)"
 
 
 def _time(value: str) -> dt.datetime:
@@ -279,7 +280,8 @@ class Command(BaseCommand):
         return (line.strip()[:1] or " ").lower()
 
     def _show(self, sample: DatasetSample, *, raw: bool, position: str) -> None:
-        content = sample.content if raw else (sample.safe_content or redact_data(sample.content))
+        # What the review page shows: a sample whose PII could not be redacted is withheld unless --raw.
+        content = sample.content if raw else sample.visible_content()
         self.stdout.write("")
         self.stdout.write(self.style.MIGRATE_HEADING(f"── {position}  {sample.sample_type}  {sample.id}"))
         score = f"{sample.quality_score:.3f}" if sample.quality_score is not None else "-"
@@ -287,6 +289,9 @@ class Command(BaseCommand):
         self.stdout.write(f"quality {score} ({factors})  status {sample.annotation_status}  PII {sample.contains_pii}")
         if sample.annotation_notes:
             self.stdout.write(f"notes: {sample.annotation_notes if raw else redact(sample.annotation_notes)}")
+        if content is None:
+            self.stdout.write(WITHHELD)
+            return
         for line in describe(content):
             self.stdout.write(line)
 

@@ -17,10 +17,12 @@ from django.utils import timezone
 from guardian_app.errors import GuardianError
 from guardian_app.models import WriteGuardianAudit
 from guardian_app.queries import audit_record, file_history, list_audits
-from guardian_app.write import workspace
+from guardian_app.write import history, locks, workspace
 from guardian_app.write.corrections import correct_audit
-from guardian_app.write.guardian import retry_write, sweep_pending_decisions
-from guardian_app.write.rollback import LineChange, preview_rollback, rollback_session, rollback_write
+from guardian_app.write.guardian import retry_write
+from guardian_app.write.recovery import sweep_pending_decisions
+from guardian_app.write.rollback import LineChange, preview_rollback, rollback_write
+from guardian_app.write.session_rollback import rollback_session
 from reflection_site import memory_files
 from reflection_site.errors import ReflectionError
 
@@ -449,8 +451,8 @@ class Command(BaseCommand):
             raise CommandError(f"give the file with -f FILE ({', '.join(memory_files.active().files)})")
         if options["limit"] < 1:
             raise CommandError("--limit must be at least 1")
-        with workspace.file_lock(name):
-            workspace.reconcile(name)
+        with locks.file_lock(name):
+            history.reconcile(name)
         versions = list(file_history(name)[: options["limit"]])
         if options["json"]:
             self.stdout.write(
@@ -545,7 +547,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Requeued {count} decision(s) without an audit")
 
     def handle_drift(self, options: dict[str, Any]) -> None:
-        versions = workspace.check_drift()
+        versions = history.check_drift()
         self.stdout.write(f"Recorded {len(versions)} hand or agent edit(s) or first sighting(s)")
         for v in versions:
             self.stdout.write(f"  {v.file_name} #{v.seq} {v.kind} +{v.lines_added} -{v.lines_removed}")

@@ -15,7 +15,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from guardian_app.recall.index import index_status, index_workspace
-from guardian_app.recall.recall import MAX_K, MODES, InvalidRecallQuery, recall
+from guardian_app.recall.query import InvalidRecallQuery
+from guardian_app.recall.recall import MAX_K, MODES, recall
 
 
 class Command(BaseCommand):
@@ -246,7 +247,7 @@ class Command(BaseCommand):
         finally:
             progress.close()
         if options["json"]:
-            from guardian_app.reflect.reflect import run_as_dict
+            from guardian_app.reflect.run_state import run_as_dict
 
             self.stdout.write(json.dumps(run_as_dict(run), default=str, indent=2, ensure_ascii=False))
             return
