@@ -34,6 +34,7 @@ from dataset_app.schemas import (
     StatsOut,
 )
 from reflection_site.api import ApiKey, CursorPagination, ErrorOut
+from reflection_site.celery import enqueue_on_commit
 
 router = Router(tags=["dataset"], auth=ApiKey("read"))
 
@@ -216,7 +217,6 @@ def get_evaluation(request: HttpRequest, run_id: str) -> EvaluationRun:
 )
 def start_evaluation(request: HttpRequest, payload: EvaluationIn) -> Status[EvaluationRun]:
     """Start an evaluation run on a worker; poll it by id."""
-    from dataset_app.tasks import run_evaluation
 
     with transaction.atomic():
         run = EvaluationRun.objects.create(
@@ -227,5 +227,5 @@ def start_evaluation(request: HttpRequest, payload: EvaluationIn) -> Status[Eval
             status=JobStatus.PENDING,
             created_by=_actor(request),
         )
-        transaction.on_commit(lambda: run_evaluation.delay(run.id, payload.model, payload.offline), robust=True)
+        enqueue_on_commit("dataset_app.tasks.run_evaluation", run.id, payload.model, payload.offline)
     return Status(HTTPStatus.ACCEPTED, run)

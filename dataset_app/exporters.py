@@ -42,7 +42,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 from django.conf import settings
-from django.db import connection, connections, transaction
+from django.db import connection, connections
 from django.db.models import Case, Q, QuerySet, TextField, When
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -58,6 +58,7 @@ from dataset_app.models import (
     SampleType,
 )
 from reflection_site import privacy
+from reflection_site.celery import enqueue_on_commit, send
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ Progress = Callable[[int, int], None]  # (done, total)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 SPLITS = ("train", "validation")
 SPLIT_SUFFIX = {"train": "train", "validation": "val"}
+EXPORT_TASK = "dataset_app.tasks.run_export"
 FLUSH_EVERY = 512  # records buffered before a write
 
 GATE_INSTRUCTION = (
@@ -673,10 +675,8 @@ def create_export(
 
 def start_export(**options: Any) -> DatasetExport:
     """Create an export and hand it to a worker after commit (a dead broker is logged; the sweep retries)."""
-    from dataset_app.tasks import run_export as run_export_task
-
     export = create_export(**options)
-    transaction.on_commit(lambda: run_export_task.delay(export.id), robust=True)
+    enqueue_on_commit(EXPORT_TASK, export.id)
     return export
 
 
@@ -997,7 +997,6 @@ def run_export(export_id: str, *, progress: Progress | None = None) -> DatasetEx
 
 def sweep_stale_exports(*, grace_s: int | None = None) -> int:
     """Re-enqueue exports a dead worker left pending or running (no heartbeat for ``grace_s``)."""
-    from dataset_app.tasks import run_export as run_export_task
 
     grace = dt.timedelta(seconds=settings.DATASET_EXPORT_SWEEP_GRACE_S if grace_s is None else grace_s)
     now = timezone.now()
@@ -1014,7 +1013,7 @@ def sweep_stale_exports(*, grace_s: int | None = None) -> int:
         ):
             continue
         try:
-            run_export_task.delay(export_id)
+            send(EXPORT_TASK, export_id)
             requeued += 1
         except Exception:  # The broker is down: the next sweep tries again.
             logger.warning("could not enqueue export %s", export_id, exc_info=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 from celery import Celery, bootsteps
 from celery.signals import beat_embedded_init, task_prerun, worker_ready
+from django.db import transaction
 from kombu.exceptions import OperationalError
 from kombu.utils.imports import symbol_by_name
 from kombu.utils.uuid import uuid
@@ -188,6 +189,42 @@ class HotPublisher:
                 )
             raise
         return task_id
+
+
+_publishers: dict[str, HotPublisher] = {}
+
+
+def send(task_path: str, *args: Any) -> str:
+    """Send the task at ``task_path`` (``"guardian_app.tasks.run_guardian"``) with ``args`` now; its task id.
+
+    Work is sent by the task's name: the domain module that asks for it never imports its app's ``tasks`` (the
+    tasks import the domain), and the name is resolved once per process. A broker error propagates (a sweep's loop
+    stops at it); within ``hold_off_s`` of a failed send, ``BrokerHeldOff`` is raised without trying.
+    """
+    publisher = _publishers.get(task_path)
+    if publisher is None:
+        publisher = _publishers.setdefault(task_path, HotPublisher(task_path))
+    return publisher(*args)
+
+
+def enqueue_on_commit(task_path: str, *args: Any) -> None:
+    """The one way to hand work to a worker from inside a transaction: ``send(task_path, *args)`` once it commits
+    (at once when none is open).
+
+    The work is recorded before it is sent (a pending turn, a decision without an audit, a queued run), so a dead
+    broker only delays it to its stage's sweep: the send's error is logged by Django (``robust=True``) and the
+    caller's answer stands; the sends held off after it are left to the sweep without a line each. A lambda, never
+    ``functools.partial``: Django 5.2 names a failed robust callback by its ``__qualname__``, which a partial lacks,
+    and that turned a dead broker into a 500 (Django ticket #36487).
+    """
+    transaction.on_commit(lambda: _send_unless_held_off(task_path, args), robust=True)
+
+
+def _send_unless_held_off(task_path: str, args: tuple[Any, ...]) -> None:
+    try:
+        send(task_path, *args)
+    except BrokerHeldOff:
+        pass  # The failed send a moment ago was logged; the stage's sweep sends this one.
 
 
 SCHEDULE_MODULES = (

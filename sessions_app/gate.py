@@ -27,8 +27,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from guardian_app.models import BehaviorCorrection
-from guardian_app.tasks import run_guardian
 from reflection_site import llm, memory_files, privacy
+from reflection_site.celery import enqueue_on_commit
 from reflection_site.prompts import load_prompt
 from sessions_app import heuristic_gate
 from sessions_app.models import (
@@ -341,7 +341,7 @@ def decide_turn(turn: ConversationTurn) -> MemoryGateDecision | None:
                     created_at=finished,
                 )
                 if decision.decision != Decision.NO_WRITE:
-                    run_guardian.delay_on_commit(decision.id)
+                    enqueue_on_commit("guardian_app.tasks.run_guardian", decision.id)
     except IntegrityError:
         # Another delivery recorded this run's decision first; make sure the turn says so too.
         decision = None
@@ -414,8 +414,7 @@ def rerun_gate(turn: ConversationTurn) -> ConversationTurn:
             gate_enqueued_at=timezone.now(),
             gate_finished_at=None,
         )
-        # Not functools.partial: Django 5.2 logs a failed robust callback by its __qualname__ (ticket #36487).
-        transaction.on_commit(lambda: hand_off_gate(turn.id), robust=True)
+        hand_off_gate(turn.id)
     turn.refresh_from_db()
     return turn
 

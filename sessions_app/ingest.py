@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from reflection_site.celery import BrokerHeldOff, HotPublisher
+from reflection_site.celery import enqueue_on_commit, send
 from reflection_site.ids import new_ulid
 from reflection_site.rows import RowWriter
 from sessions_app.errors import MessageTooLong, TurnConflict
@@ -20,22 +20,18 @@ from sessions_app.schemas import TurnIn
 logger = logging.getLogger(__name__)
 
 
-_send_gate = HotPublisher("sessions_app.tasks.run_gate")
+GATE_TASK = "sessions_app.tasks.run_gate"
 
 
 def enqueue_gate(turn_id: str) -> None:
-    """Hand the turn to the gate worker (``run_gate``); a broker error propagates."""
-    _send_gate(turn_id)
+    """Hand the turn to the gate worker (``run_gate``) now; a broker error propagates (the sweep's send)."""
+    send(GATE_TASK, turn_id)
 
 
 def hand_off_gate(turn_id: str) -> None:
-    """``enqueue_gate`` after a commit (ingest, a re-run): the turn is stored as pending, so a dead broker only
-    delays it to the gate sweep. The send that finds the broker gone raises (Django logs it with the turn); the
-    sends held off after it (``BrokerHeldOff``) are left to the sweep without a log line each."""
-    try:
-        enqueue_gate(turn_id)
-    except BrokerHeldOff:
-        pass
+    """``run_gate`` once the transaction commits (ingest, a re-run): the turn is stored as pending, so a dead
+    broker only delays it to the gate sweep (``enqueue_on_commit``)."""
+    enqueue_on_commit(GATE_TASK, turn_id)
 
 
 def _check_lengths(payload: TurnIn) -> None:
@@ -208,7 +204,5 @@ def _ingest_once(payload: TurnIn) -> tuple[ConversationTurn, bool]:
         turn = ConversationTurn(**turn_values)
         turn._state.adding, turn._state.db = False, connection.alias
         if gate_on:
-            # A lambda, not functools.partial: Django 5.2 names a failed robust callback by its __qualname__,
-            # which a partial lacks, and that turned a dead broker into a 500 (Django ticket #36487).
-            transaction.on_commit(lambda: hand_off_gate(turn.id), robust=True)
+            hand_off_gate(turn.id)
     return turn, True

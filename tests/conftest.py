@@ -64,6 +64,49 @@ class ApiClient(Client):
         return super().delete(path, data, content_type=content_type, **self._auth(extra))
 
 
+class SentTasks:
+    """The tasks sent through ``reflection_site.celery`` (``send`` and ``enqueue_on_commit``), recorded instead of
+    sent: ``calls`` holds ``(task path, args)``; ``to(path)`` is the live list of one task's args (``single=True``:
+    each call's only argument). Set ``error`` to make every send raise it (a dead broker), ``run_now`` to run each
+    task in the caller's process as it is sent."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.error: BaseException | None = None
+        self.run_now = False
+        self._lists: dict[tuple[str, bool], list[Any]] = {}
+
+    def to(self, task_path: str, *, single: bool = False) -> list[Any]:
+        return self._lists.setdefault((task_path, single), [])
+
+    def record(self, task_path: str, args: tuple[Any, ...]) -> None:
+        if self.error is not None:
+            raise self.error
+        self.calls.append((task_path, args))
+        for (path, single), sent in self._lists.items():
+            if path == task_path:
+                sent.append(args[0] if single else args)
+        if self.run_now:
+            from kombu.utils.imports import symbol_by_name
+
+            symbol_by_name(task_path)(*args)
+
+
+@pytest.fixture
+def sent_tasks(monkeypatch: pytest.MonkeyPatch) -> SentTasks:
+    """Every task the code sends, recorded instead of sent to a broker (see ``SentTasks``)."""
+    from reflection_site.celery import HotPublisher
+
+    sent = SentTasks()
+
+    def record(publisher: HotPublisher, *args: Any) -> str:
+        sent.record(publisher.task_path, args)
+        return f"sent-{len(sent.calls)}"
+
+    monkeypatch.setattr(HotPublisher, "__call__", record)
+    return sent
+
+
 @pytest.fixture
 def make_key(db: None) -> Callable[..., str]:
     counter = iter(range(1, 10_000))

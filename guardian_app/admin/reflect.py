@@ -13,7 +13,6 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -23,10 +22,10 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from guardian_app.models import Opinion, OpinionEvidence, ReflectRun, ReportDelivery, SkillDraft
-from guardian_app.reflect.reflect import InvalidReflectRequest, start_run
+from guardian_app.reflect.reflect import REFLECT_TASK, InvalidReflectRequest, start_run
 from guardian_app.reflect.skills import NAME_RE, SkillError, approve_draft, refresh_content, reject_draft
-from guardian_app.tasks import run_reflect
 from reflection_site.admin import BigTableMixin, ReadOnlyAdmin, ReadOnlyInline
+from reflection_site.celery import enqueue_on_commit
 from reflection_site.models import JobCheckpoint
 
 # The admin index shows the day's change report (guardian_app/templatetags/reflect_admin.py).
@@ -199,9 +198,7 @@ class ReflectRunAdmin(ReadOnlyAdmin):
         except InvalidReflectRequest as exc:
             self.message_user(request, exc.message, messages.ERROR)
             return HttpResponseRedirect(changelist)
-        # After commit, a lambda (not functools.partial: Django logs a failed robust callback by its __qualname__);
-        # a dead broker leaves the run queued for the resume sweep.
-        transaction.on_commit(lambda: run_reflect.delay(run.id), robust=True)
+        enqueue_on_commit(REFLECT_TASK, run.id)  # A dead broker leaves the run queued for the resume sweep.
         self.message_user(
             request,
             format_html(

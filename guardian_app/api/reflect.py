@@ -8,7 +8,6 @@ from dataclasses import asdict
 from http import HTTPStatus
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
@@ -27,10 +26,10 @@ from guardian_app.api.schemas_reflect import (
 )
 from guardian_app.models import Opinion, OpinionEvidence, ReflectRun
 from guardian_app.recall.retain import entity_key
-from guardian_app.reflect.reflect import start_run
+from guardian_app.reflect.reflect import REFLECT_TASK, start_run
 from guardian_app.reflect.reports import daily_report, session_report
-from guardian_app.tasks import run_reflect
 from reflection_site.api import ApiKey, CursorPagination, ErrorOut
+from reflection_site.celery import enqueue_on_commit
 from sessions_app.models import ConversationSession
 
 router = Router(tags=["reflect"], auth=ApiKey("read"))
@@ -93,9 +92,7 @@ def post_reflect(request: HttpRequest, payload: ReflectIn) -> Status:
         dry_run=payload.dry_run,
         requested_by=f"api:{getattr(request.auth, 'name', 'unknown')}",
     )
-    # After commit, a lambda (not functools.partial: Django logs a failed robust callback by its __qualname__);
-    # a dead broker leaves the run queued for the resume sweep.
-    transaction.on_commit(lambda: run_reflect.delay(run.id), robust=True)
+    enqueue_on_commit(REFLECT_TASK, run.id)  # A dead broker leaves the run queued for the resume sweep.
     return Status(HTTPStatus.ACCEPTED, run)
 
 

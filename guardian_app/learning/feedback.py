@@ -303,8 +303,7 @@ def _memory_guard(prepared: PreparedFeedback) -> FeedbackOutcome:
         updated_at=fb.now,
     )
     event = _event(fb, E.MEM_ACCEPT, "accepted", ref_id=item.id, **details)
-    # Not functools.partial: Django 5.2 logs a failed robust callback by its __qualname__ (ticket #36487).
-    transaction.on_commit(lambda: hand_to_guardian(item.id, fact), robust=True)
+    hand_to_guardian(item.id, fact)
     return FeedbackOutcome(accepted=True, reason=E.MEM_ACCEPT, shadow_mode=False, event_id=event.id, item_id=item.id)
 
 

@@ -28,6 +28,7 @@ from django.conf import settings
 from guardian_app.learning import DEFAULT_PROJECT
 from guardian_app.learning.text import QualityScore, collapse, fingerprint, is_boilerplate, score_memory_candidate
 from guardian_app.models import MemoryItem
+from reflection_site.celery import enqueue_on_commit
 from sessions_app.heuristic_gate import classify_turn
 from sessions_app.models import ConversationTurn, MemoryGateDecision
 
@@ -132,7 +133,6 @@ def memory_candidate(turn: ConversationTurn) -> tuple[str | None, str]:
 
 
 def hand_to_guardian(item_id: str, fact: str) -> None:
-    """Give an accepted fact to the write guardian for MEMORY.md (idempotent per item on its side)."""
-    from guardian_app.tasks import run_guard_write
-
-    run_guard_write.delay("MEMORY.md", fact, "learning", item_id)
+    """Give an accepted fact to the write guardian for MEMORY.md once the transaction commits (idempotent per
+    item on its side)."""
+    enqueue_on_commit("guardian_app.tasks.run_guard_write", "MEMORY.md", fact, "learning", item_id)

@@ -64,6 +64,7 @@ from guardian_app.recall.storage import (
 from guardian_app.recall.transcripts import SESSIONS_META_KEY, index_sessions
 from guardian_app.recall.vectors import matrix_dir, save_vector_matrix
 from reflection_site import memory_files
+from reflection_site.celery import send
 
 logger = logging.getLogger(__name__)
 
@@ -377,10 +378,7 @@ def index_status() -> dict:
 
 def enqueue_index(file_name: str | None = None) -> None:
     """Ask a worker to re-index (just ``file_name`` when given); a dead broker is logged, the beat catches up."""
-    # Inside: guardian_app.tasks imports this module (and stands above the recall package).
-    from guardian_app.tasks import run_memory_index
-
     try:
-        run_memory_index.delay(file_name)
+        send("guardian_app.tasks.run_memory_index", file_name)
     except Exception as exc:  # noqa: BLE001 - the broker's errors vary by transport; the schedule re-indexes.
         logger.warning("recall index: could not enqueue a re-index of %s: %s", file_name or "the workspace", exc)

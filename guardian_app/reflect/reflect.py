@@ -49,10 +49,13 @@ from guardian_app.reflect.plan import existing_entity_pages, group_by_page, kind
 from guardian_app.reflect.run_state import Progress, Status, finish, new_state, opinions_of_run
 from guardian_app.reflect.skills import propose_drafts
 from reflection_site import checkpoints
+from reflection_site.celery import send
 from reflection_site.errors import ReflectionError
 from reflection_site.models import JobCheckpoint
 
 logger = logging.getLogger(__name__)
+
+REFLECT_TASK = "guardian_app.tasks.run_reflect"  # Sent by name: guardian_app.tasks imports this module.
 
 OPINION_BATCH = 50  # Facts applied to the opinions per transaction (and per checkpoint save).
 
@@ -253,8 +256,6 @@ def resume_interrupted(*, progress: Progress | None = None) -> list[ReflectRun]:
 
 def sweep_queued_runs(*, grace_s: int | None = None) -> int:
     """Re-enqueue runs still queued ``REFLECT_SWEEP_GRACE_S`` after they were created (a dead broker)."""
-    from guardian_app.tasks import run_reflect  # Inside: guardian_app.tasks imports this module (its resume task).
-
     grace = settings.REFLECT_SWEEP_GRACE_S if grace_s is None else grace_s
     cutoff = timezone.now() - dt.timedelta(seconds=grace)
     started = JobCheckpoint.objects.filter(job=JobCheckpoint.Job.REFLECT).values("key")
@@ -267,7 +268,7 @@ def sweep_queued_runs(*, grace_s: int | None = None) -> int:
     sent = 0
     for run_id in ids:
         try:
-            run_reflect.delay(run_id)
+            send(REFLECT_TASK, run_id)
         except Exception as exc:  # noqa: BLE001 - a dead broker: the next sweep tries again.
             logger.warning("reflect sweep: could not enqueue %s: %s", run_id, exc)
             break

@@ -39,6 +39,7 @@ from guardian_app.models import (
     WriteGuardianAudit,
 )
 from guardian_app.reflect.webhook import WebhookError, post_json, webhook_target
+from reflection_site.celery import enqueue_on_commit
 from sessions_app.models import ConversationTurn, MemoryGateDecision
 
 logger = logging.getLogger(__name__)
@@ -417,8 +418,6 @@ def post_report(report: DailyReport, url: str, *, timeout: float | None = None) 
 def queue_delivery(day: dt.date, *, force: bool = False) -> ReportDelivery | None:
     """Post the day's report if it has a pivotal change (or ``force``) and a webhook is set: records the
     delivery and hands it to a task after commit. Returns None when there is nothing to post."""
-    from guardian_app.tasks import run_report_webhook  # Inside: guardian_app.tasks imports this module.
-
     url = settings.REPORT_WEBHOOK_URL
     if not url:
         return None
@@ -436,14 +435,8 @@ def queue_delivery(day: dt.date, *, force: bool = False) -> ReportDelivery | Non
         return delivery
     if force and delivery.status != ReportDelivery.Status.PENDING:
         ReportDelivery.objects.filter(id=delivery.id).update(status=ReportDelivery.Status.PENDING)
-
-    def send() -> None:
-        try:
-            run_report_webhook.delay(day.isoformat())
-        except Exception as exc:  # noqa: BLE001 - a dead broker: the delivery stays pending, the next run retries.
-            logger.warning("report webhook: could not enqueue the report of %s: %s", day, exc)
-
-    transaction.on_commit(send)
+    # A dead broker leaves the delivery pending; the next report run retries it.
+    enqueue_on_commit("guardian_app.tasks.run_report_webhook", day.isoformat())
     return delivery
 
 

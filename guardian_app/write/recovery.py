@@ -15,6 +15,7 @@ from guardian_app.models import WorkspaceFile, WriteGuardianAudit
 from guardian_app.write import history, paths
 from guardian_app.write.guardian import find_existing, new_audit
 from reflection_site import memory_files
+from reflection_site.celery import send
 from sessions_app.models import Decision, MemoryGateDecision
 
 logger = logging.getLogger(__name__)
@@ -65,8 +66,6 @@ def sweep_pending_decisions(*, grace_s: int | None = None, limit: int = 1000) ->
     """Re-enqueue ``UPDATE_*`` decisions that have no audit ``grace_s`` seconds after they were made, and
     finish writes interrupted that long ago (a write-ahead audit whose worker died) without waiting for
     the drift check. Returns the number of decisions re-enqueued."""
-    from guardian_app.tasks import run_guardian
-
     grace = settings.GUARDIAN_SWEEP_GRACE_S if grace_s is None else grace_s
     cutoff = timezone.now() - dt.timedelta(seconds=grace)
     interrupted = list(
@@ -87,7 +86,7 @@ def sweep_pending_decisions(*, grace_s: int | None = None, limit: int = 1000) ->
     sent = 0
     for decision_id in ids:
         try:
-            run_guardian.delay(decision_id)
+            send("guardian_app.tasks.run_guardian", decision_id)
         except Exception as exc:  # noqa: BLE001 - a dead broker: the next sweep tries again.
             logger.warning("guardian sweep: could not enqueue %s: %s", decision_id, exc)
             break

@@ -215,25 +215,22 @@ def test_evaluations_are_listed_and_started(api_client, django_capture_on_commit
 @pytest.mark.parametrize(
     ("url", "body", "task"),
     [
-        ("api:create_export", {"format": "openai", "name": "broker-down"}, "dataset_app.tasks.run_export.delay"),
+        ("api:create_export", {"format": "openai", "name": "broker-down"}, "dataset_app.tasks.run_export"),
         (
             "api:start_evaluation",
             {"stage": "gate", "split": "all", "offline": True},
-            "dataset_app.tasks.run_evaluation.delay",
+            "dataset_app.tasks.run_evaluation",
         ),
     ],
 )
 def test_a_dead_broker_leaves_the_job_pending_for_the_sweep(
-    api_client, django_capture_on_commit_callbacks, monkeypatch, caplog, url, body, task
+    api_client, django_capture_on_commit_callbacks, sent_tasks, caplog, url, body, task
 ):
     """Django logs a failed robust on_commit callback by its ``__qualname__``: a ``functools.partial`` has none,
     so the hand-off used to turn a dead broker into a 500 (issue 20)."""
     from kombu.exceptions import OperationalError
 
-    def broker_down(*args, **kwargs):
-        raise OperationalError("[Errno 111] Connection refused")
-
-    monkeypatch.setattr(task, broker_down)
+    sent_tasks.error = OperationalError("[Errno 111] Connection refused")
     with caplog.at_level("ERROR", logger="django.db.backends.base"), django_capture_on_commit_callbacks(execute=True):
         response = api_client.post(reverse(url), body)
 

@@ -135,13 +135,9 @@ def make_turn(db: None) -> Callable[..., ConversationTurn]:
 
 
 @pytest.fixture
-def guardian_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
-    """The facts handed to the write guardian (``run_guard_write.delay``), instead of a broker."""
-    from guardian_app import tasks
-
-    calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(tasks.run_guard_write, "delay", lambda *args: calls.append(args))
-    return calls
+def guardian_calls(sent_tasks: Any) -> list[tuple[Any, ...]]:
+    """The facts handed to the write guardian (``run_guard_write``), instead of a broker."""
+    return sent_tasks.to("guardian_app.tasks.run_guard_write")
 
 
 # --- Recall index (issue 10) ---

@@ -137,7 +137,7 @@ def test_the_worker_start_signal_queues_the_resume(monkeypatch):
 
 
 @pytest.mark.django_db
-def test_the_resume_task_resumes_interrupted_runs_and_requeues_stuck_ones(reflect_log, monkeypatch, workspace):
+def test_the_resume_task_resumes_interrupted_runs_and_requeues_stuck_ones(reflect_log, sent_tasks, workspace):
     from guardian_app import tasks
     from guardian_app.models import ReflectRun
     from guardian_app.reflect.reflect import start_run
@@ -148,8 +148,7 @@ def test_the_resume_task_resumes_interrupted_runs_and_requeues_stuck_ones(reflec
     release(cp)
     stuck = start_run(since="7d")
     ReflectRun.objects.filter(id=stuck.id).update(created_at=timezone.now() - dt.timedelta(hours=1))
-    sent: list[str] = []
-    monkeypatch.setattr(tasks.run_reflect, "delay", lambda run_id: sent.append(run_id))
+    sent = sent_tasks.to("guardian_app.tasks.run_reflect", single=True)
 
     result = tasks.run_resume_jobs()
 

@@ -245,13 +245,12 @@ def test_a_task_that_gave_up_leaves_a_failed_audit_once(make_decision):
     assert a.id == b.id and a.status == Status.FAILED and "timeout" in a.reason
 
 
-def test_the_sweep_re_enqueues_decisions_without_an_audit_after_the_grace(make_decision, monkeypatch):
+def test_the_sweep_re_enqueues_decisions_without_an_audit_after_the_grace(make_decision, sent_tasks):
     import datetime as dt
 
     from django.utils import timezone
 
-    sent: list[str] = []
-    monkeypatch.setattr("guardian_app.tasks.run_guardian.delay", sent.append)
+    sent = sent_tasks.to("guardian_app.tasks.run_guardian", single=True)
     old = make_decision("UPDATE_USER", "Prefers tea.", created_at=timezone.now() - dt.timedelta(minutes=10))
     make_decision("UPDATE_USER", "Prefers coffee.")  # Within the grace period.
     make_decision("NO_WRITE", None, created_at=timezone.now() - dt.timedelta(minutes=10))

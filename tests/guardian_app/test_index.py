@@ -7,7 +7,6 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -230,19 +229,16 @@ def test_missing_fts_triggers_are_recreated_and_the_fts_table_rebuilt(populated)
     assert ensure_search_schema() is False
 
 
-def test_a_guardian_write_enqueues_a_reindex_of_that_file(write, monkeypatch, django_capture_on_commit_callbacks):
-    queued: list[Any] = []
-    monkeypatch.setattr("guardian_app.tasks.run_memory_index.delay", lambda *a, **kw: queued.append(a))
+def test_a_guardian_write_enqueues_a_reindex_of_that_file(write, sent_tasks, django_capture_on_commit_callbacks):
+    queued = sent_tasks.to("guardian_app.tasks.run_memory_index")
     with django_capture_on_commit_callbacks(execute=True):
         audit = write("Prefers oat milk in coffee.", file="USER.md")
     assert audit.is_written
     assert queued == [("USER.md",)]
 
 
-def test_the_reindex_task_indexes_the_written_fact(write, monkeypatch, django_capture_on_commit_callbacks):
-    from guardian_app.tasks import run_memory_index
-
-    monkeypatch.setattr("guardian_app.tasks.run_memory_index.delay", lambda *a, **kw: run_memory_index(*a, **kw))
+def test_the_reindex_task_indexes_the_written_fact(write, sent_tasks, django_capture_on_commit_callbacks):
+    sent_tasks.run_now = True
     with django_capture_on_commit_callbacks(execute=True):
         write("Prefers oat milk in coffee.", file="USER.md")
     answer = recall("oat milk", mode="keyword")
@@ -250,11 +246,8 @@ def test_the_reindex_task_indexes_the_written_fact(write, monkeypatch, django_ca
     assert "oat milk" in answer.results[0].content
 
 
-def test_a_dead_broker_is_logged_not_raised(monkeypatch, caplog):
-    def boom(*args: Any, **kwargs: Any) -> None:
-        raise ConnectionError("broker down")
-
-    monkeypatch.setattr("guardian_app.tasks.run_memory_index.delay", boom)
+def test_a_dead_broker_is_logged_not_raised(sent_tasks, caplog):
+    sent_tasks.error = ConnectionError("broker down")
     index_module.enqueue_index("USER.md")
     assert "could not enqueue" in caplog.text
 

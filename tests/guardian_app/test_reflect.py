@@ -310,11 +310,8 @@ def test_the_command_refuses_a_bad_since(db):
         call_command("memory", "reflect", "--since", "yesterday-ish")
 
 
-def test_post_reflect_queues_a_run_for_a_worker(client_for, monkeypatch, django_capture_on_commit_callbacks):
-    from guardian_app import tasks
-
-    sent: list[str] = []
-    monkeypatch.setattr(tasks.run_reflect, "delay", lambda run_id: sent.append(run_id))
+def test_post_reflect_queues_a_run_for_a_worker(client_for, sent_tasks, django_capture_on_commit_callbacks):
+    sent = sent_tasks.to("guardian_app.tasks.run_reflect", single=True)
     operator = client_for("read", "operate")
 
     with django_capture_on_commit_callbacks(execute=True):

@@ -50,11 +50,8 @@ def test_a_user_without_audit_access_sees_no_report(client):
     assert page.status_code == HTTPStatus.OK and b'id="daily-report"' not in page.content
 
 
-def test_an_operator_runs_reflect_from_the_admin(client, monkeypatch, django_capture_on_commit_callbacks):
-    from guardian_app import tasks
-
-    sent: list[str] = []
-    monkeypatch.setattr(tasks.run_reflect, "delay", lambda run_id: sent.append(run_id))
+def test_an_operator_runs_reflect_from_the_admin(client, sent_tasks, django_capture_on_commit_callbacks):
+    sent = sent_tasks.to("guardian_app.tasks.run_reflect", single=True)
     login(client, "operator")
     changelist = reverse("admin:guardian_app_reflectrun_changelist")
     assert b"Run reflect now" in client.get(changelist).content

@@ -252,13 +252,10 @@ def test_an_unreachable_webhook_is_an_error_not_a_crash(busy_day, settings):
 
 
 def test_only_pivotal_reports_are_queued_and_queueing_never_blocks(
-    busy_day, hook, monkeypatch, django_capture_on_commit_callbacks
+    busy_day, hook, sent_tasks, django_capture_on_commit_callbacks
 ):
-    from guardian_app import tasks
-
     server = hook([200])
-    sent: list[str] = []
-    monkeypatch.setattr(tasks.run_report_webhook, "delay", lambda day: sent.append(day))
+    sent = sent_tasks.to("guardian_app.tasks.run_report_webhook", single=True)
     quiet_day = timezone.localdate() - dt.timedelta(days=5)
 
     assert queue_delivery(quiet_day) is None
@@ -267,10 +264,7 @@ def test_only_pivotal_reports_are_queued_and_queueing_never_blocks(
     assert delivery.status == "pending" and sent == [timezone.localdate().isoformat()]
     assert server.bodies == []  # The post itself is the task's.
 
-    def broker_down(day: str) -> None:
-        raise ConnectionError("broker down")
-
-    monkeypatch.setattr(tasks.run_report_webhook, "delay", broker_down)
+    sent_tasks.error = ConnectionError("broker down")
     with django_capture_on_commit_callbacks(execute=True):
         assert queue_delivery(timezone.localdate(), force=True) is not None  # Logged, not raised.
 

@@ -26,27 +26,15 @@ def make_turn(db: None) -> Callable[..., ConversationTurn]:
 
 
 @pytest.fixture
-def guardian_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def guardian_calls(sent_tasks: Any) -> list[str]:
     """The decision ids the gate hands to the write guardian (recorded, not sent to a broker)."""
-    calls: list[str] = []
-
-    class FakeGuardianTask:
-        @staticmethod
-        def delay_on_commit(decision_id: str) -> None:
-            from django.db import transaction
-
-            transaction.on_commit(lambda: calls.append(decision_id))
-
-    monkeypatch.setattr("sessions_app.gate.run_guardian", FakeGuardianTask)
-    return calls
+    return sent_tasks.to("guardian_app.tasks.run_guardian", single=True)
 
 
 @pytest.fixture
-def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def enqueued(sent_tasks: Any) -> list[str]:
     """The turn ids handed to the gate task (by the sweep, a re-run or ingest), not sent to a broker."""
-    sent: list[str] = []
-    monkeypatch.setattr("sessions_app.ingest._send_gate", sent.append)
-    return sent
+    return sent_tasks.to("sessions_app.tasks.run_gate", single=True)
 
 
 @pytest.fixture

@@ -34,11 +34,11 @@ def test_a_turn_ingested_while_the_broker_is_held_off_is_stored_pending_for_the_
 ):
     tried: list[str] = []
 
-    def held_off(turn_id: str) -> None:
+    def held_off(task_path: str, turn_id: str) -> None:
         tried.append(turn_id)
         raise BrokerHeldOff("a send failed a moment ago")
 
-    monkeypatch.setattr("sessions_app.ingest._send_gate", held_off)
+    monkeypatch.setattr("reflection_site.celery.send", held_off)
     with caplog.at_level("WARNING"), django_capture_on_commit_callbacks(execute=True):
         response = api_client.post("/api/v1/turns", turn_payload())
     assert response.status_code == HTTPStatus.CREATED, response.content
@@ -50,10 +50,10 @@ def test_a_turn_ingested_while_the_broker_is_held_off_is_stored_pending_for_the_
 def test_a_broker_error_of_the_gate_hand_off_is_logged_and_the_turn_still_stored(
     api_client, django_capture_on_commit_callbacks, monkeypatch, caplog
 ):
-    def refused(turn_id: str) -> None:
+    def refused(task_path: str, turn_id: str) -> None:
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    monkeypatch.setattr("sessions_app.ingest._send_gate", refused)
+    monkeypatch.setattr("reflection_site.celery.send", refused)
     with caplog.at_level("ERROR"), django_capture_on_commit_callbacks(execute=True):
         response = api_client.post("/api/v1/turns", turn_payload())
     assert response.status_code == HTTPStatus.CREATED, response.content

@@ -14,6 +14,7 @@ import json
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
@@ -253,11 +254,9 @@ def test_a_jsonl_zst_archive_reads_like_its_jsonl(legacy: Path):
 
 
 @pytest.fixture
-def gated(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def gated(sent_tasks: Any) -> list[str]:
     """Turn ids handed to the memory gate (after commit, as ingest does)."""
-    sent: list[str] = []
-    monkeypatch.setattr("sessions_app.ingest.enqueue_gate", sent.append)
-    return sent
+    return sent_tasks.to("sessions_app.tasks.run_gate", single=True)
 
 
 def test_imported_turns_skip_the_gate_unless_asked(home, settings, gated, django_capture_on_commit_callbacks):
