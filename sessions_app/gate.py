@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -27,7 +28,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from guardian_app.models import BehaviorCorrection
-from reflection_site import llm, memory_files, privacy
+from reflection_site import llm, memory_files, privacy, safe_files
 from reflection_site.celery import enqueue_on_commit
 from reflection_site.prompts import load_prompt
 from sessions_app import heuristic_gate
@@ -73,20 +74,17 @@ def _json_line(value: Any) -> str:
 def memory_file_headings() -> str:
     """One line per memory file: its decision and the Markdown headings it has now."""
     lines = []
-    from guardian_app.errors import GuardianError
-    from guardian_app.write import workspace  # Opens without following a link or waiting on a FIFO.
-
     for decision, name in memory_files.active().file_for_decision.items():  # The workspace profile's files.
-        try:
-            text = workspace.read_file(name)
-        except (GuardianError, OSError) as exc:
+        try:  # Without following a link or waiting on a FIFO; the drift check records what the path holds.
+            text = safe_files.read_text(Path(settings.WORKSPACE_DIR), name)
+        except OSError as exc:
             logger.warning("gate: headings of %s not read: %s", name, exc)
             lines.append(f"- {name} ({decision}): (not readable)")
             continue
         if text is None:
             lines.append(f"- {name} ({decision}): (no file yet)")
             continue
-        headings = [line.strip() for line in text.splitlines() if line.lstrip().startswith("#")]
+        headings = [line.strip() for line in text.splitlines() if memory_files.is_heading(line)]
         shown = "; ".join(headings[:MAX_HEADINGS_PER_FILE]) or "(no headings)"
         lines.append(f"- {name} ({decision}): {shown}")
     return "\n".join(lines)

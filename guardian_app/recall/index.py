@@ -121,7 +121,7 @@ def _index_file(
     trust_stat: bool = True,
 ) -> None:
     # Inside: guardian_app.write.similarity imports recall's embeddings, so a module-level import would loop.
-    from guardian_app.write.workspace import open_regular
+    from reflection_site.safe_files import open_regular
 
     try:
         # Never through a link (one swapped in after workspace_files looked), never waiting on a FIFO.

@@ -281,7 +281,7 @@ def skill_path(name: str) -> Path:
 def _existing_text(path: Path, rel: str) -> str | None:
     """The skill file's text, None when absent; a link or a FIFO in its place is refused (never read through,
     never waited on)."""
-    from guardian_app.write.workspace import open_regular
+    from reflection_site.safe_files import open_regular
 
     try:
         fd, _ = open_regular(path)

@@ -13,7 +13,6 @@ import errno
 import logging
 import os
 import secrets
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -26,13 +25,12 @@ from guardian_app.errors import UnsafeFile
 from guardian_app.models import WorkspaceFile
 from guardian_app.write.diffs import content_hash
 from guardian_app.write.paths import canonical_name, path_for
-from reflection_site import memory_files
+from reflection_site import memory_files, safe_files
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "current_state",
-    "open_regular",
     "profile_files",
     "put_back",
     "read_file",
@@ -43,36 +41,7 @@ __all__ = [
 ]
 
 
-# A memory file is opened without following a link in any part of its path below WORKSPACE_DIR, and without
-# waiting for a writer (a FIFO opens at once); what was opened is then checked on the descriptor itself, so
-# nothing can be swapped in between a check and the open.
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def _kind_of(mode: int) -> str:
-    for test, what in (
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return what
-    return "not a regular file"
-
-
-def _refusal(st: os.stat_result) -> str | None:
-    """Why a file with this status is not read or written, or None for a regular file of its own."""
-    if not stat.S_ISREG(st.st_mode):
-        return _kind_of(st.st_mode)
-    if st.st_nlink > 1:
-        # A hard link shares its content with another path, which may lie outside the workspace.
-        return f"a hard link ({st.st_nlink} names share its content)"
-    return None
 
 
 def _unsafe(name: str, found: str) -> UnsafeFile:
@@ -114,63 +83,15 @@ def _folder_parts(name: str) -> tuple[list[str], str]:
 def _open_folder(name: str, *, create: bool = False) -> Iterator[int | None]:
     """A descriptor of the folder that holds ``name``, reached from WORKSPACE_DIR one part at a time without
     following a link; None when a folder is missing (and ``create`` is off). UnsafeFile for a link."""
-    root = Path(settings.WORKSPACE_DIR)
-    if create:
-        root.mkdir(parents=True, exist_ok=True)
     folders, _ = _folder_parts(name)
-    try:
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # WORKSPACE_DIR itself is the operator's.
-    except FileNotFoundError:
-        yield None
-        return
-    try:
-        for part in folders:
-            if create:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o755, dir_fd=fd)
-            try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                yield None
-                return
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    found = os.stat(part, dir_fd=fd, follow_symlinks=False)
-                    raise _unsafe(name, f"inside {part}/, which is {_kind_of(found.st_mode)}") from exc
-                raise
-            os.close(fd)
-            fd = child
+    with contextlib.ExitStack() as stack:
+        try:
+            fd = stack.enter_context(safe_files.open_folder(Path(settings.WORKSPACE_DIR), folders, create=create))
+        except OSError as exc:
+            if exc.errno == errno.EPERM:
+                raise _unsafe(name, exc.strerror) from exc
+            raise
         yield fd
-    finally:
-        os.close(fd)
-
-
-def open_regular(path: Path | str, *, dir_fd: int | None = None) -> tuple[int, os.stat_result]:
-    """Open ``path`` for reading if it is a regular file of its own: not through a symbolic link, without
-    blocking on a FIFO; the check is made on the opened descriptor. Returns ``(fd, its status)``.
-
-    Raises FileNotFoundError when it does not exist, and ``OSError(EPERM)`` with what was found as its
-    ``strerror`` ("a symbolic link", "a FIFO (named pipe)" …) for anything else; the caller closes the
-    descriptor.
-    """
-    try:
-        fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise OSError(errno.EPERM, "a symbolic link", str(path)) from exc
-        if exc.errno == errno.ENXIO:  # A socket cannot be opened.
-            raise OSError(errno.EPERM, "a socket", str(path)) from exc
-        raise
-    try:
-        st = os.fstat(fd)
-        refusal = _refusal(st)
-        if refusal is not None:
-            raise OSError(errno.EPERM, refusal, str(path))
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, st
 
 
 def _open_file(name: str) -> int | None:
@@ -179,7 +100,7 @@ def _open_file(name: str) -> int | None:
         if folder is None:
             return None
         try:
-            fd, _ = open_regular(_folder_parts(name)[1], dir_fd=folder)
+            fd, _ = safe_files.open_regular(_folder_parts(name)[1], dir_fd=folder)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -223,9 +144,9 @@ def _existing_mode(name: str, folder: int, file_name: str) -> int | None:
         st = os.stat(file_name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
         return None
-    refusal = _refusal(st)
-    if refusal is not None:
-        raise _unsafe(name, refusal)
+    found = safe_files.refusal(st)
+    if found is not None:
+        raise _unsafe(name, found)
     return st.st_mode & 0o777
 
 
