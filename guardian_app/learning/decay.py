@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from guardian_app.learning.failures import record_failure
 from guardian_app.learning.memory import hand_to_guardian
 from guardian_app.learning.ratelimit import purge_expired
 from guardian_app.models import LearningEvent, LearningEventType, LearningSource, MemoryItem, Rule, WriteGuardianAudit
+from reflection_site.decay import decayed_score
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +45,7 @@ def decay_value(
     """Seed 004 P1-001: ``base × 2^(−age/half_life) × (1 + weight · ln(1 + hits))``, within [0, 1]."""
     half_life = half_life_days if half_life_days is not None else settings.LEARNING_DECAY_HALF_LIFE_DAYS
     weight = active_weight if active_weight is not None else settings.LEARNING_DECAY_ACTIVE_WEIGHT
-    time_decay = math.pow(2, -max(0.0, age_days) / half_life) if half_life > 0 else 1.0
-    boost = 1 + weight * math.log(1 + max(0, hit_count))
-    return min(1.0, max(0.0, base * time_decay * boost))
+    return decayed_score(base, age_days=age_days, hits=hit_count, half_life_days=half_life, active_weight=weight)
 
 
 @dataclass
@@ -250,7 +248,7 @@ def requeue_unwritten_items(*, now: dt.datetime | None = None, limit: int = 500)
     count = 0
     for item in items:
         try:
-            hand_to_guardian(item.id, item.content)
+            hand_to_guardian(item.id, item.content, now=True)
         except Exception as exc:  # The broker is still down; tomorrow's run tries again.
             record_failure("requeue", exc, source=LearningSource.SYSTEM)
             break

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from guardian_app.learning import DEFAULT_PROJECT
-from guardian_app.learning.text import QualityScore, collapse, fingerprint, is_boilerplate, score_memory_candidate
+from guardian_app.learning.text import QualityScore, collapse, is_boilerplate, score_memory_candidate
 from guardian_app.models import MemoryItem
-from reflection_site.celery import enqueue_on_commit
+from reflection_site.celery import enqueue_on_commit, send
+from reflection_site.text import fingerprint
 from sessions_app.heuristic_gate import classify_turn
 from sessions_app.models import ConversationTurn, MemoryGateDecision
 
@@ -132,7 +133,13 @@ def memory_candidate(turn: ConversationTurn) -> tuple[str | None, str]:
     return (fact or None), MemoryItem.Origin.DISTILLED
 
 
-def hand_to_guardian(item_id: str, fact: str) -> None:
-    """Give an accepted fact to the write guardian for MEMORY.md once the transaction commits (idempotent per
-    item on its side)."""
-    enqueue_on_commit("guardian_app.tasks.run_guard_write", "MEMORY.md", fact, "learning", item_id)
+GUARD_WRITE_TASK = "guardian_app.tasks.run_guard_write"
+
+
+def hand_to_guardian(item_id: str, fact: str, *, now: bool = False) -> None:
+    """Give an accepted fact to the write guardian for MEMORY.md (idempotent per item on its side): once the
+    transaction commits, or at once with ``now`` (the decay job's re-send, where a broker error propagates)."""
+    if now:
+        send(GUARD_WRITE_TASK, "MEMORY.md", fact, "learning", item_id)
+    else:
+        enqueue_on_commit(GUARD_WRITE_TASK, "MEMORY.md", fact, "learning", item_id)

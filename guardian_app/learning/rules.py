@@ -27,18 +27,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from guardian_app.learning import DEFAULT_PROJECT
-from guardian_app.learning.text import (
-    CJK_CHAR,
-    STOP_ZH,
-    STOPWORDS_EN,
-    bigrams,
-    collapse,
-    find_phrases,
-    fingerprint,
-    is_cjk,
-    normalize_text,
-)
+from guardian_app.learning.text import collapse, find_phrases
 from guardian_app.models import Rule
+from reflection_site.text import CJK_CHAR, STOP_CHARS_ZH, STOP_WORDS_EN, bigrams, fingerprint, is_cjk, normalize, stem
 
 MIN_RULE_REASON_CHARS = 10
 CONFLICT_OVERLAP = 2 / 3
@@ -131,19 +122,9 @@ GENERIC_ZH = (
 )  # fmt: skip
 
 
-def _stem(word: str) -> str:
-    if word.endswith("'s"):
-        word = word[:-2]
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
 def classify_rule(reason: str) -> tuple[str | None, dict[str, list[str]]]:
     """``(rule_type, keywords matched per type)``; safety whenever it matches, else routing or style."""
-    norm = normalize_text(reason)
+    norm = normalize(reason)
     hits = {kind: sorted(set(find_phrases(norm, words))) for kind, words in RULE_KEYWORDS.items()}
     if hits["safety"]:
         return "safety", hits
@@ -154,7 +135,7 @@ def classify_rule(reason: str) -> tuple[str | None, dict[str, list[str]]]:
 
 def rule_subject(reason: str) -> tuple[frozenset[str], int]:
     """``(subject words, stance)``: what the rule is about, and +1 (do / this end) or −1 (don't / that end)."""
-    norm = normalize_text(reason)
+    norm = normalize(reason)
     polarity = -1 if find_phrases(norm, NEGATIONS) else 1
     words: set[str] = set()
     axis: tuple[str, int] | None = None
@@ -171,7 +152,7 @@ def rule_subject(reason: str) -> tuple[frozenset[str], int]:
                 if CJK_CHAR.match(phrase):
                     run = run.replace(phrase, " ")
             for piece in run.split():
-                pieces = [c for c in piece if c not in STOP_ZH] if len(piece) == 1 else bigrams(piece)
+                pieces = [c for c in piece if c not in STOP_CHARS_ZH] if len(piece) == 1 else bigrams(piece)
                 words.update(pieces)
             continue
         if run in AXES:
@@ -183,9 +164,9 @@ def rule_subject(reason: str) -> tuple[frozenset[str], int]:
             if axis is None:
                 axis, complaint = where, flipped
             continue
-        if run in STOPWORDS_EN or run in GENERIC_EN or run in _INTENSIFIERS:
+        if run in STOP_WORDS_EN or run in GENERIC_EN or run in _INTENSIFIERS:
             continue
-        words.add(_stem(run))
+        words.add(stem(run))
     if axis is None:
         return frozenset(words), polarity
     words.add(f"~{axis[0]}")
@@ -207,7 +188,7 @@ def draft_rule(reason: str) -> RuleDraft:
     """Type, priority, confidence, subject and stance of the rule a negative feedback's reason states."""
     text = collapse(reason)
     rule_type, hits = classify_rule(text)
-    norm = normalize_text(text)
+    norm = normalize(text)
     strong = bool(find_phrases(norm, STRONG_WORDS))
     soft = bool(find_phrases(norm, SOFT_WORDS))
     priority = RULE_BASE_PRIORITY.get(rule_type or "", 50) + (10 if strong else 0) - (10 if soft else 0)

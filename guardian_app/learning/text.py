@@ -16,44 +16,20 @@ Quality score (``score_memory_candidate``), each part in [0, 1]:
 
 from __future__ import annotations
 
-import hashlib
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from django.conf import settings
 
+from reflection_site.text import CJK_CHAR, STOP_CHARS_ZH, STOP_WORDS_EN, bigrams, is_cjk, normalize, words
+
 BOILERPLATE_SHARE = 0.5
 
-# --- Text --------------------------------------------------------------------------------------
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-CJK_CHAR = re.compile(f"[{_CJK}]")
-# A run of CJK characters, or a run of other letters and digits (apostrophes kept inside words).
-_RUN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:'[^\W_{_CJK}]+)*")
-
-
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
-
-
-def _runs(text: str) -> list[str]:
-    """The folded words of ``text``: CJK runs and runs of other letters and digits (apostrophes kept)."""
-    return _RUN.findall(_fold(text))
-
-
-def is_cjk(run: str) -> bool:
-    return bool(CJK_CHAR.match(run))
-
-
-def normalize_text(text: str) -> str:
-    """NFKC, case-folded, punctuation and spacing reduced to single spaces: what duplicates share."""
-    return " ".join(_runs(text))
-
-
-def fingerprint(text: str, *, salt: str = "") -> str:
-    return hashlib.sha256((salt + normalize_text(text)).encode()).hexdigest()
+# --- Text ----------------------------------------------------------------------------------------
+# Words, CJK, the normal form and the fingerprint are reflection_site.text's (``normalize``: the folded words,
+# apostrophes kept inside a word, joined by one space; ``fingerprint``: its salted SHA-256).
 
 
 def collapse(text: str) -> str:
@@ -65,7 +41,7 @@ def _phrase_regex(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
     """One regex for a phrase list over normalised text: Latin phrases as whole words, CJK ones anywhere."""
     latin, cjk = [], []
     for phrase in phrases:
-        norm = normalize_text(phrase)
+        norm = normalize(phrase)
         if norm:
             (cjk if CJK_CHAR.search(norm) else latin).append(norm)
     parts = []
@@ -111,7 +87,7 @@ def boilerplate_phrases() -> tuple[str, ...]:
 
 def boilerplate_share(text: str) -> float:
     """The share of the text's letters, digits and CJK characters covered by blacklisted phrases."""
-    norm = normalize_text(text)
+    norm = normalize(text)
     total = len(norm.replace(" ", ""))
     if total == 0:
         return 1.0
@@ -124,15 +100,6 @@ def is_boilerplate(text: str) -> bool:
     return boilerplate_share(text) >= BOILERPLATE_SHARE
 
 
-STOPWORDS_EN = frozenset(
-    """a an the is are was were be been being am to of in on at for with and or but nor it its it's this that
-    these those i me my mine you your yours he him his she her hers we us our they them their there here as by
-    from so if then than do does did done not no yes very really just also too can could would should will
-    shall may might must have has had what which who whom when where how why all any some more most about into
-    up down out over under again once only own same such both each few other off per via let's i'm you're
-    don't doesn't didn't isn't aren't wasn't weren't won't can't""".split()
-)
-STOP_ZH = frozenset("的了是在和也就都而及与着或我你他她它们这那吗呢吧啊把被给个")
 VAGUE_PHRASES = (
     "something", "stuff", "things", "thing", "whatever", "somehow", "maybe", "perhaps", "kind of", "sort of",
     "etc", "and so on", "anything", "i guess", "i think", "probably", "some", "somewhat",
@@ -170,17 +137,13 @@ def _has_proper_noun(text: str) -> bool:
     return False
 
 
-def bigrams(run: str) -> list[str]:
-    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
-
-
 def score_memory_candidate(text: str) -> QualityScore:
     """The memory guard's quality score in [0, 1]; the module docstring gives the formula."""
     raw = collapse(text)
-    runs = _runs(raw)
+    runs = words(raw, apostrophes=True)
     latin = [r for r in runs if not is_cjk(r)]
-    content_latin = [w for w in latin if w not in STOPWORDS_EN]
-    cjk_runs = ["".join(c for c in r if c not in STOP_ZH) for r in runs if is_cjk(r)]
+    content_latin = [w for w in latin if w not in STOP_WORDS_EN]
+    cjk_runs = ["".join(c for c in r if c not in STOP_CHARS_ZH) for r in runs if is_cjk(r)]
     cjk_chars = sum(len(r) for r in cjk_runs)
 
     substance = min(1.0, (len(content_latin) + cjk_chars / 1.5) / 12)

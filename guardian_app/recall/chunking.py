@@ -31,14 +31,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from guardian_app.recall.retain import is_retain_heading, mentioned_entities, parse_retain_bullet
+from reflection_site.memory_files import is_heading, parse_heading
+from reflection_site.text import WORD, count_cjk, is_cjk
 
-CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
-# A CJK run, or a run of letters and digits (underscore and punctuation split words, as FTS5's unicode61 does).
-WORD = re.compile(rf"[{CJK_RANGES}]+|[^\W_{CJK_RANGES}]+")
 MAX_TOKEN_CHARS = 64
 
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})(?:\s+(.*?))?\s*$")
 _FENCE = re.compile(r"^(\s{0,3})(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^(\s{0,3})([-*+]|\d{1,9}[.)])(\s+|$)")
 
@@ -65,12 +62,8 @@ class _Block:
     lines: list[str] = field(default_factory=list)
 
 
-def is_cjk(char: str) -> bool:
-    return _CJK_CHAR.match(char) is not None
-
-
 def estimate_tokens(text: str) -> int:
-    cjk = len(_CJK_CHAR.findall(text))
+    cjk = count_cjk(text)
     return cjk + math.ceil((len(text) - cjk) / 4)
 
 
@@ -82,7 +75,7 @@ def search_tokens(text: str) -> list[str]:
     out: list[str] = []
     for match in WORD.finditer(unicodedata.normalize("NFKC", text)):
         word = match.group()
-        if is_cjk(word[0]):
+        if is_cjk(word):
             out.extend(word)
             out.extend(word[i : i + 2] for i in range(len(word) - 1))
         else:
@@ -97,10 +90,6 @@ def search_text(text: str) -> str:
 def _indent(line: str) -> int:
     expanded = line.expandtabs(4)
     return len(expanded) - len(expanded.lstrip(" "))
-
-
-def _heading_text(raw: str | None) -> str:
-    return re.sub(r"\s+#+\s*$", "", raw or "").strip()
 
 
 def _blocks(lines: list[str]) -> Iterator[_Block]:
@@ -141,12 +130,12 @@ def _blocks(lines: list[str]) -> Iterator[_Block]:
             yield block("prose", i, end)
             i = end + 1
             continue
-        heading = _HEADING.match(line)
+        heading = parse_heading(line)
         if heading:
-            level = len(heading.group(1))
+            level = heading[0]
             while stack and stack[-1][0] >= level:
                 stack.pop()
-            stack.append((level, _heading_text(heading.group(2))))
+            stack.append(heading)
             if is_retain_heading(line):
                 retain_level = level
             elif retain_level is not None and level <= retain_level:
@@ -170,7 +159,7 @@ def _blocks(lines: list[str]) -> Iterator[_Block]:
                 if _indent(current) >= content_indent:
                     j += 1
                     continue
-                if _LIST_ITEM.match(current) or _HEADING.match(current) or _FENCE.match(current):
+                if _LIST_ITEM.match(current) or is_heading(current) or _FENCE.match(current):
                     break
                 j += 1  # A lazy continuation line of the item's paragraph.
             yield block("item", i, j - 1)
@@ -180,7 +169,7 @@ def _blocks(lines: list[str]) -> Iterator[_Block]:
         while (
             j < n
             and lines[j].strip()
-            and not (_HEADING.match(lines[j]) or _FENCE.match(lines[j]) or _LIST_ITEM.match(lines[j]))
+            and not (is_heading(lines[j]) or _FENCE.match(lines[j]) or _LIST_ITEM.match(lines[j]))
         ):
             j += 1
         yield block("prose", i, j - 1)

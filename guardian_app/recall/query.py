@@ -18,7 +18,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from guardian_app.recall.chunking import MAX_TOKEN_CHARS, WORD, is_cjk
+from guardian_app.recall.chunking import MAX_TOKEN_CHARS
+from reflection_site import cli, text
 from reflection_site.errors import ReflectionError
 
 MAX_TERMS = 24
@@ -27,20 +28,10 @@ MAX_QUERY_CHARS = 1000
 
 # Question words and function words: "what did we decide about the staging server" searches for
 # "decide staging server". Only dropped when something else is left.
-STOP_WORDS = frozenset(
-    """a about above after again all also am an and any are as at be been before being below between both but by
-    can could did do does doing done down during each else ever every few for from further had has have having he
-    her here hers herself him himself his how i if in into is it its itself just know let me more most my myself no
-    nor not now of off on once only or other our ours ourselves out over own please same she should so some such
-    tell than that the their theirs them themselves then there these they this those through to too under until up
-    us very was we were what when where which while who whom whose why will with would you your yours yourself
-    yourselves s t d ll m re ve""".split()
-)
-CJK_STOP_WORDS = frozenset(
-    "什么 我们 你们 他们 关于 怎么 哪些 是否 知道 一下 这个 那个 哪个 有没 没有 的 了 吗 呢 吧 是".split()
-)
+STOP_WORDS = text.stop_words(questions=True)
+CJK_STOP_WORDS = text.QUESTION_WORDS_ZH
 # Function characters: a query bigram that contains one ("我去", "做了", "了什") is dropped when others are left.
-CJK_STOP_CHARS = frozenset("的了吗呢吧啊呀我你他她它们是在有和与跟么什哪怎谁个这那吗过着就都也还把被给")
+CJK_STOP_CHARS = text.stop_chars_zh(questions=True)
 
 
 class InvalidRecallQuery(ReflectionError):
@@ -49,39 +40,17 @@ class InvalidRecallQuery(ReflectionError):
 
 
 # --- Query parsing --------------------------------------------------------------------------------------
-_RELATIVE = re.compile(r"^\s*(\d{1,6})\s*([hdwmy])\s*$", re.IGNORECASE)
-_UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
-
-
 def parse_time(
     value: str | dt.date | dt.datetime | None, *, now: dt.datetime, end_of_day: bool = False
 ) -> dt.datetime | None:
-    """``30d`` / ``12h`` / ``2w`` / ``6m`` / ``1y`` before ``now``, or an ISO date or time (naive = the server's zone).
-
-    A bare date as an upper bound means the end of that day (``until=2026-02-03`` includes the 3rd).
-    """
+    """``reflection_site.cli.parse_time`` in the server's zone (the one time syntax of the commands and the API);
+    None for no value, InvalidRecallQuery (a 422) for one that is not a time."""
     if value is None or value == "":
         return None
-    if isinstance(value, dt.datetime):
-        return value if timezone.is_aware(value) else timezone.make_aware(value)
-    if isinstance(value, dt.date):
-        value = value.isoformat()
-    text = str(value).strip()
-    relative = _RELATIVE.match(text)
-    if relative:
-        return now - dt.timedelta(days=int(relative.group(1)) * _UNIT_DAYS[relative.group(2).lower()])
     try:
-        if len(text) == 10:
-            day = dt.date.fromisoformat(text)
-            moment = dt.datetime.combine(day + dt.timedelta(days=1) if end_of_day else day, dt.time())
-        else:
-            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return cli.parse_time(value, tz=timezone.get_current_timezone(), now=now, end_of_day=end_of_day)
     except ValueError as exc:
-        raise InvalidRecallQuery(
-            f"{text[:40]!r} is not a time: use 30d, 12h, 2w, 6m, 1y, or an ISO date such as 2026-02-03.",
-            details={"value": text[:40]},
-        ) from exc
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+        raise InvalidRecallQuery(str(exc), details={"value": str(value)[:40]}) from exc
 
 
 def query_terms(query: str) -> list[str]:
@@ -91,17 +60,17 @@ def query_terms(query: str) -> list[str]:
     a question's bigrams across word boundaries match nothing useful and only add noise to the OR query.
     """
     words: list[str] = []
-    for match in WORD.finditer(unicodedata.normalize("NFKC", query)):
+    for match in text.WORD.finditer(unicodedata.normalize("NFKC", query)):
         word = match.group()
-        if is_cjk(word[0]):
-            words.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
+        if text.is_cjk(word):
+            words.extend(text.bigrams(word))
         else:
             words.append(word[:MAX_TOKEN_CHARS].lower())
     words = list(dict.fromkeys(words))
     content = [
         w
         for w in words
-        if w not in STOP_WORDS and w not in CJK_STOP_WORDS and not (is_cjk(w[0]) and CJK_STOP_CHARS.intersection(w))
+        if w not in STOP_WORDS and w not in CJK_STOP_WORDS and not (text.is_cjk(w) and CJK_STOP_CHARS.intersection(w))
     ]
     return (content or words)[:MAX_TERMS]
 

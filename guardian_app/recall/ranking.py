@@ -12,11 +12,11 @@ year old still beats a vaguer one from today. Durable facts (the five files, ban
 from __future__ import annotations
 
 import datetime as dt
-import math
 
 from django.conf import settings
 
 from guardian_app.recall.rows import META_COLUMNS, Meta, as_datetime, fetch
+from reflection_site.decay import recall_boost
 
 # A ranked candidate: (group: 0 inside the time scope, 1 outside; score; path; start_line; chunk id; timestamp;
 # hits; boost). Sorted by group, then score (best first), then path and line.
@@ -70,16 +70,15 @@ def is_durable(path: str) -> bool:
 def boost_factor(
     age_days: float | None, hits: int, *, half_life_days: float, recency_weight: float, active_weight: float
 ) -> float:
-    """``(1 + recency_weight·2^(−age/half_life)) × (1 + active_weight·ln(1 + hits))``; ``age_days=None``: durable.
+    """``reflection_site.decay.recall_boost``: ``(1 + recency_weight·2^(−age/half_life)) × (1 + active_weight·ln(1 +
+    hits))``; ``age_days=None``: durable.
 
     Bounded: with the defaults, today's chunk gets at most 10 % over one of any age, so recency only breaks
     near-ties. A durable fact gets the full recency part.
     """
-    if age_days is None or half_life_days <= 0:
-        fresh = 1.0
-    else:
-        fresh = 2 ** (-max(0.0, age_days) / half_life_days)
-    return (1 + recency_weight * fresh) * (1 + active_weight * math.log1p(max(0, hits)))
+    return recall_boost(
+        age_days, hits, half_life_days=half_life_days, recency_weight=recency_weight, active_weight=active_weight
+    )
 
 
 def rank(

@@ -17,11 +17,14 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
+from reflection_site.memory_files import is_heading, parse_heading
+from reflection_site.text import CJK_RANGES
+
 KIND_FOR_PREFIX: dict[str, str] = {"W": "world", "B": "experience", "O": "opinion", "S": "observation"}
 KINDS: tuple[str, ...] = ("world", "experience", "opinion", "observation")
 
 # "## Retain", and "## 保留" as the seed's Chinese edition writes it.
-RETAIN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?:retain|保留)\s*#*\s*$", re.IGNORECASE)
+RETAIN_TITLES = ("retain", "保留")  # ## Retain, ## 保留
 _BULLET = re.compile(
     r"""^\s{0,3}[-*+]\s+
         (?P<prefix>[WBOS])
@@ -90,7 +93,8 @@ def parse_retain_bullet(text: str) -> RetainFact | None:
 
 
 def is_retain_heading(line: str) -> bool:
-    return RETAIN_HEADING.match(line) is not None
+    heading = parse_heading(line)
+    return heading is not None and heading[1].casefold() in RETAIN_TITLES
 
 
 # --- Time ranges in facts ----------------------------------------------------------------------------------
@@ -317,7 +321,7 @@ def untyped_lines(text: str) -> list[tuple[int, str]]:
             continue
         if in_fence:
             continue
-        if re.match(r"^#{1,6}(?:\s|$)", stripped):
+        if is_heading(stripped):
             in_retain = is_retain_heading(stripped)
             continue
         if raw[:1] in (" ", "\t") and not stripped.startswith(("-", "*", "+")):
@@ -325,12 +329,9 @@ def untyped_lines(text: str) -> list[tuple[int, str]]:
         if in_retain and parse_retain_bullet(raw) is not None:
             continue  # typed already; an untyped line under ## Retain (the agent appends below it) is inferred
         line = _LEAD.sub("", stripped).strip()
-        if len(line) < 12 or len(line.split()) < 3 and not re.search(rf"[{_CJK}]{{6,}}", line):
+        if len(line) < 12 or len(line.split()) < 3 and not re.search(rf"[{CJK_RANGES}]{{6,}}", line):
             continue
         if re.fullmatch(r"(?:<[^>]*>|\[[^\]]*\]\([^)]*\)|https?://\S+|[-*_=|:` ]+)+", line):
             continue
         out.append((number, line))
     return out
-
-
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff"

@@ -34,7 +34,8 @@ from django.utils import timezone
 from guardian_app.models import Opinion, OpinionEvidence, ReflectRun
 from guardian_app.recall.retain import entity_key
 from guardian_app.reflect.facts import Fact
-from guardian_app.write.heuristic_guardian import fingerprint, fold, tokens
+from guardian_app.write.heuristic_guardian import fingerprint, tokens
+from reflection_site.text import fold
 
 # --- The update rule -----------------------------------------------------------------------------
 STEP = 0.1  # Share of the remaining distance one piece of full-strength evidence moves the confidence.
@@ -89,7 +90,7 @@ _CONTRACTION_STEMS = frozenset(
 def is_negative(text: str) -> bool:
     """Whether the statement is negated: an odd number of negations and negative verbs."""
     count = 0
-    for word in _WORD.findall(fold(text).replace("\u2019", "'")):
+    for word in _WORD.findall(fold(text)):
         if word in _NEGATIONS - {"longer"} or word.endswith("n't"):
             count += 1
         elif word.startswith(_NEGATIVE_VERBS):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from reflection_site.text import is_cjk
 from sessions_app.models import MemoryGateDecision
 from sessions_app.speakers import Speaker, speaker_of
 
@@ -41,7 +42,7 @@ def name_the_person(fact: str, name: str) -> str:
     if match:
         rest = text[match.end() :]
         return f"{name}'s {rest}" if match.group("poss") else f"{name} {rest}"
-    if re.match(r"[\u4e00-\u9fff]", text):
+    if is_cjk(text):
         return f"{name}{text}"
     return f"{name} {text[:1].lower()}{text[1:]}"
 

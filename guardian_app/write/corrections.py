@@ -14,11 +14,11 @@ from django.db import transaction
 from guardian_app.errors import InvalidCorrection, UnknownFile
 from guardian_app.models import BehaviorCorrection, Rollback, WriteGuardianAudit
 from guardian_app.write import paths
-from guardian_app.write.heuristic_guardian import fold
+from reflection_site.text import CJK_RANGES, fold
 from sessions_app.heuristic_gate import correction_pattern_problem
 
 CORRECTED_STATUSES = ("written", "refused")
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
+_CJK_RUN = re.compile(f"[{CJK_RANGES}]{{2,}}")
 _WORD = re.compile(r"[^\W\d_][\w'-]*", re.UNICODE)
 # Words that say how a fact is phrased rather than what it is about.
 _GENERIC = frozenset(

@@ -19,20 +19,18 @@ from guardian_app.write.heuristic_guardian import instruction_like
 from reflection_site import memory_files
 from reflection_site.privacy import contains_secret
 
-_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-
 
 def _section_bounds(lines: list[str], section: str) -> tuple[int, int, int] | None:
     """(heading index, level, end index) of the first heading whose text is ``section`` (case-insensitive)."""
     wanted = section.strip().lstrip("#").strip().casefold()
     for i, line in enumerate(lines):
-        match = _HEADING_RE.match(line.rstrip("\r\n"))
-        if match and match.group(2).strip().casefold() == wanted:
-            level = len(match.group(1))
+        heading = memory_files.parse_heading(line)
+        if heading and heading[1].casefold() == wanted:
+            level = heading[0]
             end = len(lines)
             for j in range(i + 1, len(lines)):
-                other = _HEADING_RE.match(lines[j].rstrip("\r\n"))
-                if other and len(other.group(1)) <= level:
+                other = memory_files.parse_heading(lines[j])
+                if other and other[0] <= level:
                     end = j
                     break
             return i, level, end

@@ -21,7 +21,6 @@ It answers what the LLM guardian answers, ``{action, reason, edits}``, by rules 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -29,25 +28,16 @@ from typing import Any
 
 from django.conf import settings
 
+from guardian_app.write.similarity import find_paraphrase
 from guardian_app.write.supersede import attribute, restated_line, superseded_lines
+from reflection_site import memory_files
+from reflection_site import text as text_
 from reflection_site.poisoning import hold_reason
 
 MODEL_NAME = "heuristic-guardian-v1"
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK_RE = re.compile(f"[{_CJK}]")
-_WORD_RE = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
-_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+# A list mark at the start of a line ("- ", "1. ", "- [ ] ").
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-
-_STOPWORDS = frozenset(
-    """a an the and or but of to in on at for with by from as is are was were be been being am it its this
-    that these those there here their they them he she his her him i me my we our us you your user user's
-    users agent agent's assistant has have had do does did so very really just also too not no yes
-    will would can could should shall may might must than then into onto about over under up down out
-    off again more most some any each all both few such own same only which who whom whose what when
-    where why how if while because until""".split()
-)
 _VAGUE_WORDS = frozenset(
     "something stuff things thing somewhat whatever anything everything someone somebody etc misc various".split()
 )
@@ -83,41 +73,21 @@ def one_line(fact: str) -> str:
     return _BULLET_RE.sub("", text, count=1).strip()
 
 
-def fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text or "").casefold()
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
 def tokens(text: str) -> list[str]:
-    """Content words (stemmed, stopwords dropped) and CJK character bigrams."""
-    out: list[str] = []
-    for word in _WORD_RE.findall(fold(text)):
-        if _CJK_RE.match(word):
-            out.extend(word[i : i + 2] for i in range(max(1, len(word) - 1)))
-        elif word not in _STOPWORDS:
-            out.append(_stem(word))
-    return out
+    """Content words (stemmed, stop words and the user/agent role words dropped) and CJK character bigrams
+    (``reflection_site.text.content_words``)."""
+    return text_.content_words(text, roles=True)
 
 
 def fingerprint(text: str) -> str:
-    """The normalised text: case, width, punctuation, bullet marks and whitespace do not matter."""
-    words = _WORD_RE.findall(fold(one_line(text)))
-    for subject in (["the", "user"], ["user"], ["the", "agent"], ["用户"]):  # "The user prefers X" == "Prefers X"
-        if words[: len(subject)] == subject:
-            words = words[len(subject) :]
-            break
-    return " ".join(words)
+    """The normalised line: case, width, punctuation, bullet marks, whitespace and a leading "The user" do not
+    matter (``reflection_site.text.normalize(line=True)``)."""
+    return text_.normalize(text, line=True)
 
 
 def _lines_of_content(content: str) -> Iterable[str]:
     for line in (content or "").splitlines():
-        if not line.strip() or _HEADING_RE.match(line):
+        if not line.strip() or memory_files.is_heading(line):
             continue
         yield _BULLET_RE.sub("", line).strip()
 
@@ -155,7 +125,7 @@ def vague_reason(fact: str) -> str | None:
     """Why the fact is too vague to remember, or None."""
     text = one_line(fact)
     words = tokens(text)
-    cjk = sum(1 for ch in text if _CJK_RE.match(ch))
+    cjk = text_.count_cjk(text)
     if text.endswith(("?", "？")):
         return "a question, not a fact"
     if cjk:
@@ -163,7 +133,7 @@ def vague_reason(fact: str) -> str | None:
             return "too short to stand on its own"
     elif len(words) < 2:
         return "too vague: fewer than two content words"
-    raw_words = {w for w in _WORD_RE.findall(fold(text))}
+    raw_words = set(text_.words(text))
     if raw_words & _VAGUE_WORDS and len(words) < 4:
         return "too vague: says 'something' rather than what"
     return None
@@ -298,7 +268,8 @@ _SECTIONS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
 
 
 def headings(content: str) -> list[str]:
-    return [m.group(2) for line in (content or "").splitlines() if (m := _HEADING_RE.match(line))]
+    found = (memory_files.parse_heading(line) for line in (content or "").splitlines())
+    return [heading[1] for heading in found if heading is not None]
 
 
 def _cue_matches(cue: str, words: set[str], folded: str) -> bool:
@@ -314,7 +285,7 @@ def choose_section(fact: str, content: str, target_file: str) -> str:
     """The heading to append under: an existing heading sharing words with the fact, else the file's
     section for the fact's kind (existing or to be created)."""
     fact_tokens = set(tokens(fact))
-    fact_words = set(_WORD_RE.findall(fold(fact)))
+    fact_words = set(text_.words(fact))
     existing = headings(content)
     best, best_score = None, 0
     for heading in existing:
@@ -324,14 +295,14 @@ def choose_section(fact: str, content: str, target_file: str) -> str:
     if best is not None:
         return best
     sections = _SECTIONS.get(target_file) or [("Notes", ())]
-    folded = fold(fact)
+    folded = text_.fold(fact)
     chosen = sections[0][0]
     for section, cues in sections[1:]:
         if any(_cue_matches(cue, fact_words, folded) for cue in cues):
             chosen = section
             break
     for heading in existing:  # Reuse the file's spelling of the heading.
-        if fold(heading) == fold(chosen):
+        if text_.fold(heading) == text_.fold(chosen):
             return heading
     return chosen
 
@@ -393,8 +364,6 @@ def review_fact(
     if duplicate is not None:
         kind, line = duplicate
         return GuardianVerdict("refuse", f"{kind} of an existing line: {line[:200]}")
-    from guardian_app.write.similarity import find_paraphrase
-
     paraphrased = find_paraphrase(text, _lines_of_content(content))
     if paraphrased is not None:
         return GuardianVerdict(

@@ -13,14 +13,12 @@ live under it. Pure: no database, no file.
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, field
 
 from merge3 import Merge3
 
 from guardian_app.write.diffs import Matcher, lines_of
-
-_HEADING_RE = re.compile(r"^#{1,6}\s")
+from reflection_site import memory_files
 
 # A later line whose words are this alike (difflib's ratio) to a line of the write is that line, edited.
 EDITED_LINE_SIMILARITY = 0.7
@@ -59,10 +57,6 @@ class Roles:
     edited: list[bool]  # another's line edited from one of the write's (a later edit inside it)
 
 
-def _is_heading(line: str) -> bool:
-    return bool(_HEADING_RE.match(line.rstrip("\r\n")))
-
-
 def _words(line: str) -> list[str]:
     return line.split()
 
@@ -71,7 +65,7 @@ def is_edit_of(old: str, new: str) -> bool:
     """Whether ``new`` is ``old`` edited (a word changed, words added), not another line: their words are at least
     EDITED_LINE_SIMILARITY alike (difflib's ratio over words; over characters two facts written to one template,
     "Prefers green tea" and "Prefers black coffee", look alike). Headings and blank lines are structure: never."""
-    if not old.strip() or not new.strip() or _is_heading(old) or _is_heading(new):
+    if not old.strip() or not new.strip() or memory_files.is_heading(old) or memory_files.is_heading(new):
         return False
     a, b = _words(old), _words(new)
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
@@ -129,9 +123,13 @@ def _revert_region(
             return None  # A later edit inside a line the write changed.
         drop[j] = True
     for j, line in enumerate(ours):
-        if drop[j] and _is_heading(line) and not any(_is_heading(x) for x in hunks[hunk_of[origin[j]]][2]):
+        if (
+            drop[j]
+            and memory_files.is_heading(line)
+            and not any(memory_files.is_heading(x) for x in hunks[hunk_of[origin[j]]][2])
+        ):
             k = j + 1
-            while k < len(ours) and not _is_heading(ours[k]):
+            while k < len(ours) and not memory_files.is_heading(ours[k]):
                 if ours[k].strip() and not drop[k] and not ours[k].endswith(_MINE):
                     drop[j] = False
                     if j + 1 < len(ours) and drop[j + 1] and not ours[j + 1].strip():
@@ -171,7 +169,7 @@ def _plain(line: str) -> str:
 
 
 def _is_content(line: str) -> bool:
-    return bool(line.strip()) and not _is_heading(line)
+    return bool(line.strip()) and not memory_files.is_heading(line)
 
 
 def plan_revert(

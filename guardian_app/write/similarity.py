@@ -3,7 +3,7 @@
 Two measures, both offline and deterministic:
 
 * ``lexical`` — word-set overlap (Jaccard over stemmed content words and CJK bigrams, from
-  ``heuristic_guardian.tokens``), the guardian's check before issue 21;
+  ``reflection_site.text.content_words``), the guardian's check before issue 21;
 * ``semantic`` — cosine of WordLlama sentence vectors (``guardian_app.recall.embeddings.load_local_embedder``: the
   16 MB weights ship inside the ``wordllama`` wheel, nothing is downloaded), which also sees "keep it brief"
   and "prefers short answers" as one fact.
@@ -25,9 +25,8 @@ from functools import lru_cache
 import numpy as np
 from django.conf import settings
 
-from guardian_app.write.heuristic_guardian import fold, tokens
+from reflection_site.text import CJK_RUN, bigrams, content_words, fold
 
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 # A word with a digit (a number, a date, an id: "21", "m0x0"), a capitalised word inside the sentence (a name, a
 # place), a domain, a code span.
 _SPECIFIC = re.compile(r"[\w-]*\d[\w-]*|(?<=[\w,;:] )[A-Z][\w'-]+|[\w.-]+\.[a-z]{2,}\b|`[^`]+`")
@@ -36,7 +35,7 @@ _WORD = re.compile(r"[\w.-]+|`[^`]+`")
 
 def lexical(a: str, b: str) -> float:
     """Jaccard overlap of the two facts' content words (0..1)."""
-    ta, tb = set(tokens(a)), set(tokens(b))
+    ta, tb = set(content_words(a, roles=True)), set(content_words(b, roles=True))
     if not ta or not tb:
         return 0.0
     return len(ta & tb) / len(ta | tb)
@@ -62,17 +61,17 @@ def semantic(a: str, b: str) -> float:
 def specifics(text: str) -> set[str]:
     """What a fact names in particular: numbers, capitalised names, domains, code, CJK words (as bigrams)."""
     found = {fold(m.group()).strip("`") for m in _SPECIFIC.finditer(text)}
-    for run in _CJK_RUN.findall(text):
-        found.update(run[i : i + 2] for i in range(max(1, len(run) - 1)))
+    for run in CJK_RUN.findall(text):
+        found.update(bigrams(run))
     return found
 
 
 def new_specifics(fact: str, stored: str) -> set[str]:
     """Specifics of ``fact`` the stored line does not have (CJK bigrams only count when most are new)."""
     stored_words = specifics(stored) | {fold(w).strip("`") for w in _WORD.findall(stored)}
-    missing = {s for s in specifics(fact) if s not in stored_words and not _CJK_RUN.fullmatch(s)}
-    missing |= {s for s in specifics(fact) if _CJK_RUN.fullmatch(s) and s not in fold(stored)}
-    cjk = [s for s in specifics(fact) if _CJK_RUN.fullmatch(s)]
+    missing = {s for s in specifics(fact) if s not in stored_words and not CJK_RUN.fullmatch(s)}
+    missing |= {s for s in specifics(fact) if CJK_RUN.fullmatch(s) and s not in fold(stored)}
+    cjk = [s for s in specifics(fact) if CJK_RUN.fullmatch(s)]
     cjk_missing = [s for s in cjk if s in missing]
     if cjk and len(cjk_missing) <= len(cjk) // 2:
         missing -= set(cjk_missing)  # A Chinese paraphrase reorders characters; only a new noun counts.

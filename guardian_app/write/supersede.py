@@ -17,11 +17,12 @@ have no key; the language the agent answers in has one).
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
+from reflection_site import memory_files
+from reflection_site.text import fold
+
 _I = re.IGNORECASE
-_HEADING_RE = re.compile(r"^#{1,6}\s")
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 # Tools that exclude each other within a category (one editor at a time).
@@ -94,10 +95,6 @@ class Attribute:
     key: str
     value: str
     negated: bool = False
-
-
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text or "").casefold()
 
 
 def _clean(value: str) -> str:
@@ -224,7 +221,7 @@ def attribute(fact: str) -> Attribute | None:
 
 
 def _attribute(fact: str) -> Attribute | None:
-    text = _line_text(_fold(fact))
+    text = _line_text(fold(fact))
     stripped = _SUBJECT.sub("", text, count=1)
     negated = bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))
     for key, pattern in _PATTERNS:
@@ -257,7 +254,7 @@ def superseded_lines(fact: str, content: str) -> list[str]:
         return []
     stale: list[str] = []
     for line in (content or "").splitlines():
-        if not line.strip() or _HEADING_RE.match(line):
+        if not line.strip() or memory_files.is_heading(line):
             continue
         old = attribute(line)
         if old is None or old.key != new.key or old.negated:
@@ -278,7 +275,7 @@ def restated_line(fact: str, content: str) -> str | None:
     if new is None or new.negated:
         return None
     for line in (content or "").splitlines():
-        if not line.strip() or _HEADING_RE.match(line):
+        if not line.strip() or memory_files.is_heading(line):
             continue
         old = attribute(line)
         if old is not None and not old.negated and old.key == new.key and old.value == new.value:

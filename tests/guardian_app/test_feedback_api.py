@@ -425,7 +425,7 @@ def unused_port() -> int:
 def test_a_concurrent_request_that_learned_the_same_fact_first_makes_a_duplicate(learning, make_turn, monkeypatch):
     """The fingerprint check passed, then another request inserted the same fact: the unique key decides."""
     from guardian_app.learning.memory import MemoryCheck
-    from guardian_app.learning.text import fingerprint
+    from reflection_site.text import fingerprint
 
     winner = MemoryItem.objects.create(content=GOOD_FACT, fingerprint=fingerprint(GOOD_FACT))
     monkeypatch.setattr(

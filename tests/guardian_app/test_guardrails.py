@@ -11,8 +11,9 @@ from guardian_app.learning.feedback import apply_feedback, idempotency_key
 from guardian_app.learning.memory import check_memory_candidate
 from guardian_app.learning.metrics import learning_metrics
 from guardian_app.learning.rules import classify_rule, draft_rule
-from guardian_app.learning.text import boilerplate_share, fingerprint, is_boilerplate, score_memory_candidate
+from guardian_app.learning.text import boilerplate_share, is_boilerplate, score_memory_candidate
 from guardian_app.models import FeedbackIdempotency, LearningEvent, MemoryItem, Rule
+from reflection_site.text import fingerprint
 from sessions_app.models import ConversationTurn
 
 pytestmark = pytest.mark.django_db
