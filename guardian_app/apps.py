@@ -1,3 +1,4 @@
+from celery.signals import worker_ready
 from django.apps import AppConfig
 from django.db.models.signals import post_save
 
@@ -15,3 +16,13 @@ class GuardianAppConfig(AppConfig):
 
         post_save.connect(on_audit_saved, sender=WriteGuardianAudit, dispatch_uid="guardian_app.redact_refused")
         memory_file_changed.connect(reindex_after_change, dispatch_uid="guardian_app.recall_reindex")
+        # Sent by a Celery worker once it is up; the web never sends it (the tasks module is imported by then).
+        worker_ready.connect(
+            _resume_jobs_at_worker_start, dispatch_uid="guardian_app.resume_jobs_at_worker_start", weak=False
+        )
+
+
+def _resume_jobs_at_worker_start(sender: object = None, **kwargs: object) -> None:
+    from guardian_app.tasks import resume_jobs_at_worker_start
+
+    resume_jobs_at_worker_start(sender, **kwargs)

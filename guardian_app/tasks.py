@@ -7,15 +7,30 @@ writes to the workspace are serialised. A redelivered message is a no-op: the de
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 
 from celery import shared_task
-from celery.signals import worker_ready
 from django.conf import settings
+from django.utils import timezone
 
 from guardian_app.errors import FileBusy, GuardianError
+from guardian_app.learning.decay import decay_learning
+from guardian_app.models import ReflectRun
+from guardian_app.recall.embeddings import prune_embedding_cache
+from guardian_app.recall.index import index_workspace
+from guardian_app.reflect.projection import daily_projection_is_on, project
+from guardian_app.reflect.reflect import execute_run, mark_failed, resume_interrupted, start_run, sweep_queued_runs
+from guardian_app.reflect.reports import deliver, mark_delivery_failed, queue_delivery
 from guardian_app.reflect.webhook import WebhookError
+from guardian_app.write.consolidation import consolidate
+from guardian_app.write.guardian import guard_write, write_fact
+from guardian_app.write.history import check_drift
+from guardian_app.write.recovery import record_failure, sweep_pending_decisions
+from guardian_app.write.workspace import unsafe_files
+from reflection_site.checkpoints import CheckpointBusy, LeaseLost, resume_incomplete
 from reflection_site.llm import TRANSIENT_ERRORS
+from sessions_app.models import MemoryGateDecision
 
 # What the guardian tasks retry: a slow or unparseable LLM, and a file whose lock stayed busy.
 GUARDIAN_RETRY_ERRORS: tuple[type[Exception], ...] = (*TRANSIENT_ERRORS, FileBusy)
@@ -25,8 +40,6 @@ logger = logging.getLogger(__name__)
 
 def _guardian_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
     """Retries spent: record a failed audit so the decision stays visible and the sweep leaves it alone."""
-    from guardian_app.write.recovery import record_failure
-
     if isinstance(exc, GuardianError) and not isinstance(exc, FileBusy):
         return
     try:
@@ -36,8 +49,6 @@ def _guardian_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: 
 
 
 def _guard_write_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
-    from guardian_app.write.recovery import record_failure
-
     if isinstance(exc, GuardianError) and not isinstance(exc, FileBusy):
         return
     names = ("target_file", "candidate_fact", "source", "source_ref")
@@ -64,9 +75,6 @@ def _guard_write_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noq
 )
 def run_guardian(decision_id: str) -> str | None:
     """Fold one UPDATE_* gate decision into its memory file; a redelivered message finds its audit."""
-    from guardian_app.write.guardian import write_fact
-    from sessions_app.models import MemoryGateDecision
-
     decision = MemoryGateDecision.objects.filter(id=decision_id).first()
     if decision is None:
         logger.warning("guardian: decision %s no longer exists", decision_id)
@@ -84,25 +92,18 @@ def run_guardian(decision_id: str) -> str | None:
 )
 def run_guard_write(target_file: str, candidate_fact: str, source: str, source_ref: str) -> str:
     """A guarded write from learning or reflect; idempotent per ``(source, source_ref)``."""
-    from guardian_app.write.guardian import guard_write
-
     return guard_write(target_file=target_file, candidate_fact=candidate_fact, source=source, source_ref=source_ref).id
 
 
 @shared_task
 def run_guardian_sweep() -> int:
     """Re-enqueue UPDATE_* decisions that have no audit after the grace period."""
-    from guardian_app.write.recovery import sweep_pending_decisions
-
     return sweep_pending_decisions()
 
 
 @shared_task
 def run_drift_check() -> int:
     """Snapshot memory files changed by hand since their last known version; reconcile interrupted writes."""
-    from guardian_app.write.history import check_drift
-    from guardian_app.write.workspace import unsafe_files
-
     versions = check_drift()
     for name, found in unsafe_files().items():
         logger.error("drift check: %s is %s; it is neither read nor written until it is replaced", name, found)
@@ -112,8 +113,6 @@ def run_drift_check() -> int:
 @shared_task
 def run_learning_decay() -> dict:
     """Daily: decay learned memory items and rules, expire and archive stale ones, enforce the caps."""
-    from guardian_app.learning.decay import decay_learning
-
     return decay_learning().summary()
 
 
@@ -121,24 +120,18 @@ def run_learning_decay() -> dict:
 @shared_task
 def run_memory_index(file_name: str | None = None, rebuild: bool = False) -> str:
     """Re-index the workspace's Markdown (only ``file_name`` when given); unchanged files are skipped."""
-    from guardian_app.recall.index import index_workspace
-
     return index_workspace(rebuild=rebuild, paths=[file_name] if file_name else None).summary()
 
 
 @shared_task
 def run_embedding_cache_prune() -> int:
     """Keep embedding_cache to EMBEDDING_CACHE_MAX_ENTRIES rows, least recently used out (seed 003)."""
-    from guardian_app.recall.embeddings import prune_embedding_cache
-
     return prune_embedding_cache()
 
 
 # --- Reflect (seeds 001, 004) ---
 def _reflect_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
     """Retries spent: the run shows the error; its checkpoint stays for the next resume or CLI run."""
-    from guardian_app.reflect.reflect import mark_failed
-
     try:
         mark_failed(args[0] if args else kwargs.get("run_id", ""), repr(exc))
     except Exception:  # noqa: BLE001 - a failure handler must not raise.
@@ -154,10 +147,6 @@ def _reflect_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: A
 )
 def run_reflect(run_id: str) -> str | None:
     """Run (or resume) one reflect run; a redelivered message finds it finished or held by its worker."""
-    from guardian_app.models import ReflectRun
-    from guardian_app.reflect.reflect import execute_run
-    from reflection_site.checkpoints import CheckpointBusy, LeaseLost
-
     run = ReflectRun.objects.filter(id=run_id).first()
     if run is None:
         logger.warning("reflect: run %s no longer exists", run_id)
@@ -172,8 +161,6 @@ def run_reflect(run_id: str) -> str | None:
 @shared_task
 def run_daily_reflect() -> str:
     """Daily: reflect on the facts since the last run (first resuming any run a crash interrupted)."""
-    from guardian_app.reflect.reflect import execute_run, resume_interrupted, start_run
-
     resume_interrupted()
     run = start_run(requested_by="schedule")
     return execute_run(run).id
@@ -183,10 +170,6 @@ def run_daily_reflect() -> str:
 def run_consolidation() -> list[dict] | None:
     """At CONSOLIDATION_SCHEDULE: each memory file's repeated and superseded lines removed, one audited write each
     (guardian_app.write.consolidation); nothing while CONSOLIDATION_ENABLED is off (the default, as the seed's)."""
-    from django.conf import settings
-
-    from guardian_app.write.consolidation import consolidate
-
     if not settings.CONSOLIDATION_ENABLED:
         return None
     return [result.as_dict() for result in consolidate()]
@@ -196,8 +179,6 @@ def run_consolidation() -> list[dict] | None:
 def run_daily_projection() -> str:
     """Daily: the category views and today's summary under PROJECTION_DIR, if PROJECTION_ENABLED and
     PROJECTION_DAILY_TRIGGER (seed 004's qmdProjection.enabled, off by default, and dailyTrigger)."""
-    from guardian_app.reflect.projection import daily_projection_is_on, project
-
     if not daily_projection_is_on():
         return "projection is off (PROJECTION_ENABLED / PROJECTION_DAILY_TRIGGER)"
     return project().summary()
@@ -206,22 +187,12 @@ def run_daily_projection() -> str:
 @shared_task
 def run_daily_report(day: str | None = None) -> str:
     """Daily: yesterday's change report, posted to REPORT_WEBHOOK_URL (by run_report_webhook) when pivotal."""
-    import datetime as dt
-
-    from django.utils import timezone
-
-    from guardian_app.reflect.reports import queue_delivery
-
     date = dt.date.fromisoformat(day) if day else timezone.localdate() - dt.timedelta(days=1)
     delivery = queue_delivery(date)
     return f"report {date}: {'queued for the webhook' if delivery else 'nothing to post'}"
 
 
 def _webhook_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
-    import datetime as dt
-
-    from guardian_app.reflect.reports import mark_delivery_failed
-
     try:
         mark_delivery_failed(dt.date.fromisoformat(args[0] if args else kwargs["day"]), repr(exc))
     except Exception:  # noqa: BLE001 - a failure handler must not raise.
@@ -237,24 +208,16 @@ def _webhook_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: A
 )
 def run_report_webhook(day: str) -> str:
     """Post one day's report to REPORT_WEBHOOK_URL; a failure is retried with backoff, then recorded."""
-    import datetime as dt
-
-    from guardian_app.reflect.reports import deliver
-
     return deliver(dt.date.fromisoformat(day)).status
 
 
 @shared_task
 def run_resume_jobs() -> dict:
     """Finish jobs whose process died (reflect runs, transcript imports) and re-enqueue runs left queued."""
-    from guardian_app.reflect.reflect import sweep_queued_runs
-    from reflection_site.checkpoints import resume_incomplete
-
     return {"resumed": resume_incomplete(), "requeued": sweep_queued_runs()}
 
 
-@worker_ready.connect(dispatch_uid="guardian_app.resume_jobs_at_worker_start")
-def _resume_jobs_at_worker_start(sender: object = None, **kwargs: object) -> None:
+def resume_jobs_at_worker_start(sender: object = None, **kwargs: object) -> None:
     """A worker that starts (after a crash, a deploy) resumes the jobs a dead process left halfway."""
     try:
         run_resume_jobs.delay()

@@ -34,10 +34,10 @@ from guardian_app.api.schemas_learning import (
     StatusChangeIn,
     StatusChangeOut,
 )
+from guardian_app.errors import GuardianError
 from guardian_app.learning import actions, decay, feedback, metrics, ratelimit
 from guardian_app.models import LearningEvent, MemoryItem, Rule
 from reflection_site.api import ApiKey, CursorPagination, ErrorOut, api, error_response
-from reflection_site.errors import ReflectionError
 from sessions_app.models import ConversationTurn
 
 router = Router(tags=["learning"])
@@ -46,7 +46,7 @@ _ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
 
 
 # --- Auth ----------------------------------------------------------------------------------------
-class Throttled(ReflectionError):
+class Throttled(GuardianError):
     """429 with ``Retry-After`` and the limit's ``RateLimit`` headers."""
 
     code = "rate_limited"

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from http import HTTPStatus
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from guardian_app.errors import GuardianError
 from guardian_app.models import EmbeddingCache
 from guardian_app.recall.chunking import estimate_tokens
 
@@ -42,8 +44,11 @@ LOCAL_MODEL = "wordllama/l2_supercat-256"
 _LOOKUP_BATCH = 500
 
 
-class EmbeddingError(Exception):
+class EmbeddingError(GuardianError):
     """The endpoint could not embed the texts (after the SDK's retries), or answered nonsense."""
+
+    code = "embedding_unavailable"
+    status = HTTPStatus.SERVICE_UNAVAILABLE
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from typing import Any
 
 from django.utils import timezone
 
+from guardian_app.errors import GuardianError
 from guardian_app.recall.chunking import MAX_TOKEN_CHARS
 from reflection_site import cli, text
-from reflection_site.errors import ReflectionError
 
 MAX_TERMS = 24
 MAX_QUERY_CHARS = 1000
@@ -34,7 +34,7 @@ CJK_STOP_WORDS = text.QUESTION_WORDS_ZH
 CJK_STOP_CHARS = text.stop_chars_zh(questions=True)
 
 
-class InvalidRecallQuery(ReflectionError):
+class InvalidRecallQuery(GuardianError):
     code = "invalid_query"
     status = HTTPStatus.UNPROCESSABLE_ENTITY
 

@@ -37,6 +37,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from guardian_app.errors import GuardianError
 from guardian_app.models import Opinion, OpinionEvidence, ReflectRun
 from guardian_app.recall.index import index_workspace
 from guardian_app.recall.recall import InvalidRecallQuery, parse_time
@@ -50,7 +51,6 @@ from guardian_app.reflect.run_state import Progress, Status, finish, new_state, 
 from guardian_app.reflect.skills import propose_drafts
 from reflection_site import checkpoints
 from reflection_site.celery import send
-from reflection_site.errors import ReflectionError
 from reflection_site.models import JobCheckpoint
 
 logger = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ REFLECT_TASK = "guardian_app.tasks.run_reflect"  # Sent by name: guardian_app.ta
 OPINION_BATCH = 50  # Facts applied to the opinions per transaction (and per checkpoint save).
 
 
-class InvalidReflectRequest(ReflectionError):
+class InvalidReflectRequest(GuardianError):
     code = "invalid_reflect_request"
     status = 422
 

@@ -27,10 +27,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from guardian_app.errors import GuardianError
 from guardian_app.models import MemoryChunk, ReflectRun, SkillDraft
 from guardian_app.reflect.projection import atomic_write
 from guardian_app.write.heuristic_guardian import tokens
-from reflection_site.errors import ReflectionError
 from reflection_site.prompts import load_prompt
 
 logger = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ _CUES = re.compile(
 )
 
 
-class SkillError(ReflectionError):
+class SkillError(GuardianError):
     code = "skill_error"
     status = HTTPStatus.CONFLICT
 

@@ -13,10 +13,10 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
-from reflection_site.errors import ReflectionError
+from guardian_app.errors import GuardianError
 
 
-class WebhookError(ReflectionError):
+class WebhookError(GuardianError):
     code = "webhook_failed"
     status = 502
 
