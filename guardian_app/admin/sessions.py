@@ -21,7 +21,7 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from guardian_app.admin.audits import DIFF_STYLE, diff_html
+from guardian_app.admin.rendering import DIFF_STYLE, diff_html
 from guardian_app.errors import GuardianError
 from guardian_app.models import WriteGuardianAudit
 from guardian_app.write.diffs import unified_diff

@@ -177,3 +177,22 @@ def diff_and_stats(before: str | None, after: str | None, file_name: str, *, con
 def unified_diff(before: str | None, after: str | None, file_name: str, *, context: int = 3) -> str:
     """``git diff``-style text with ``a/<file>`` and ``b/<file>`` headers; empty when nothing changed."""
     return diff_and_stats(before, after, file_name, context=context)[0]
+
+
+def line_kinds(diff: str) -> list[tuple[str, str]]:
+    """Each line of a unified diff with its kind, as the console colours it: ``meta`` (the ``---``/``+++``
+    header), ``hunk`` (``@@``), ``add``, ``del`` or ``ctx``."""
+    rows = []
+    for line in diff.splitlines():
+        if line.startswith(("+++", "---")):
+            kind = "meta"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = "ctx"
+        rows.append((kind, line))
+    return rows

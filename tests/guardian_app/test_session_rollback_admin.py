@@ -12,7 +12,7 @@ import pytest
 from django.contrib.admin.utils import quote
 from django.urls import reverse
 
-from guardian_app.admin.audits import diff_html
+from guardian_app.admin.rendering import diff_html
 from guardian_app.models import Rollback, WriteGuardianAudit
 from guardian_app.write.diffs import unified_diff
 from tests.guardian_app.conftest import make_decision, offline_guardian, write  # noqa: F401, F811  (fixtures)

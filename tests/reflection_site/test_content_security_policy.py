@@ -182,7 +182,7 @@ def test_our_pages_with_inline_styles_carry_the_nonce(admin_client, workspace):
 
 
 def test_the_diff_styles_are_a_stylesheet_of_ours(admin_client):
-    from guardian_app.admin.audits import DIFF_STYLE
+    from guardian_app.admin.rendering import DIFF_STYLE
 
     assert "<style" not in DIFF_STYLE and 'href="/static/guardian_app/diff.css"' in DIFF_STYLE
     css = Client().get("/static/guardian_app/diff.css")
