@@ -84,26 +84,10 @@ class ReflectRunAdmin(ReadOnlyAdmin):
     show_full_result_count = False
     change_list_template = "admin/guardian_app/reflectrun/change_list.html"
     fields = [
-        "id",
-        "status_badge",
-        "stage",
-        "since",
-        "until",
-        "dry_run",
-        "requested_by",
-        "facts_count",
-        "entities_count",
-        "pages_col",
-        "opinion_moves_col",
-        "memory_proposals",
-        "skill_drafts",
-        "excluded_col",
-        "llm_model",
-        "error",
-        "created_at",
-        "started_at",
-        "finished_at",
-    ]
+        "id", "status_badge", "stage", "since", "until", "dry_run", "requested_by", "facts_count", "entities_count",
+        "pages_col", "opinion_moves_col", "memory_proposals", "skill_drafts", "excluded_col", "llm_model", "error",
+        "created_at", "started_at", "finished_at",
+    ]  # fmt: skip
     readonly_fields = fields
 
     @admin.display(description="status", ordering="status")

@@ -54,17 +54,9 @@ class BehaviorCorrectionResource(resources.ModelResource):
     class Meta:
         model = BehaviorCorrection
         fields = (
-            "id",
-            "audit",
-            "corrected_status",
-            "corrected_candidate_fact",
-            "corrected_target_file",
-            "correction_reason",
-            "apply_to_future",
-            "correction_pattern",
-            "corrected_by",
-            "corrected_at",
-        )
+            "id", "audit", "corrected_status", "corrected_candidate_fact", "corrected_target_file",
+            "correction_reason", "apply_to_future", "correction_pattern", "corrected_by", "corrected_at",
+        )  # fmt: skip
         export_order = fields
         import_id_fields = ()  # no id column: every row is a new correction
         force_init_instance = True

@@ -220,30 +220,27 @@ def apply_feedback(turn: ConversationTurn, **kwargs: Any) -> FeedbackOutcome:
     return commit_feedback(prepare_feedback(turn, **kwargs))
 
 
-def receive_feedback(
-    turn: ConversationTurn,
-    *,
-    user_id: str,
-    feedback: str,
-    reason: str | None = None,
-    project_id: str = DEFAULT_PROJECT,
-    source: str = LearningSource.API_FEEDBACK,
-) -> tuple[FeedbackOutcome | None, RateLimitResult | None]:
-    """The feedback endpoint's work: the per-user rate limit, then ``apply_feedback``.
+def receive_feedback(turn: ConversationTurn, **kwargs: Any) -> tuple[FeedbackOutcome | None, RateLimitResult | None]:
+    """The feedback endpoint's work: the per-user rate limit, then ``apply_feedback``; ``kwargs`` are
+    ``prepare_feedback``'s (``user_id``, ``feedback``, ``reason``, ``project_id``, ``source``).
 
     Returns ``(None, limit)`` when the limit refuses the request (a ``rate_limited`` event is recorded and
     nothing else), else ``(outcome, limit)``; ``limit`` is None with the guardrails off. With Redis the
     limit is one round trip before any work; with the database counter its statement runs inside the
     feedback's transaction, so a feedback costs one commit. A limiter failure fails open and is counted.
     """
+    user_id = kwargs["user_id"]
     enabled = settings.LEARNING_GUARDRAILS_ENABLED
     limit = ratelimit.check_feedback(user_id) if enabled and settings.REDIS_URL else None
     prepared = None
     if limit is None or limit.allowed:
-        prepared = prepare_feedback(
-            turn, user_id=user_id, feedback=feedback, reason=reason, project_id=project_id, source=source
-        )
-    context = {"trace_id": turn.id, "user_id": user_id, "project_id": project_id, "source": source}
+        prepared = prepare_feedback(turn, **kwargs)
+    context = {
+        "trace_id": turn.id,
+        "user_id": user_id,
+        "project_id": kwargs.get("project_id", DEFAULT_PROJECT),
+        "source": kwargs.get("source", LearningSource.API_FEEDBACK),
+    }
     with transaction.atomic():
         if enabled and limit is None:
             limit = ratelimit.check_feedback(user_id)

@@ -92,6 +92,61 @@ def _indent(line: str) -> int:
     return len(expanded) - len(expanded.lstrip(" "))
 
 
+def _fence_end(lines: list[str], i: int, marker: str) -> int:
+    """The line that closes the code fence opened at ``i`` with ``marker`` (the last line if none does)."""
+    closing = re.compile(rf"^\s{{0,3}}{re.escape(marker[0])}{{{len(marker)},}}\s*$")
+    j = i + 1
+    while j < len(lines) and not closing.match(lines[j]):
+        j += 1
+    return min(j, len(lines) - 1)
+
+
+def _item_end(lines: list[str], i: int, item: re.Match[str]) -> int:
+    """The first line after the list item at ``i``: its indented lines, blank lines inside it and lazy
+    continuation lines belong to it; a dedented list item, heading or fence ends it."""
+    n = len(lines)
+    content_indent = max(2, len(item.group(1)) + len(item.group(2)) + 1)
+    j = i + 1
+    while j < n:
+        current = lines[j]
+        if not current.strip():
+            k = j
+            while k < n and not lines[k].strip():
+                k += 1
+            if k < n and _indent(lines[k]) >= content_indent:
+                j = k
+                continue
+            break
+        if _indent(current) >= content_indent:
+            j += 1
+            continue
+        if _LIST_ITEM.match(current) or is_heading(current) or _FENCE.match(current):
+            break
+        j += 1  # A lazy continuation line of the item's paragraph.
+    return j
+
+
+def _prose_end(lines: list[str], i: int) -> int:
+    """The first line after the paragraph at ``i``: a blank line, a heading, a fence or a list item ends it."""
+    j = i + 1
+    while (
+        j < len(lines)
+        and lines[j].strip()
+        and not (is_heading(lines[j]) or _FENCE.match(lines[j]) or _LIST_ITEM.match(lines[j]))
+    ):
+        j += 1
+    return j
+
+
+def _front_matter_end(lines: list[str]) -> int | None:
+    """The line that closes a YAML front matter at the top, or None."""
+    if lines and lines[0].strip() == "---":
+        for j in range(1, min(len(lines), 200)):
+            if lines[j].strip() in ("---", "..."):
+                return j
+    return None
+
+
 def _blocks(lines: list[str]) -> Iterator[_Block]:
     """Split the lines into list items and prose blocks, tracking the heading path and the Retain section."""
     stack: list[tuple[int, str]] = []
@@ -106,14 +161,10 @@ def _blocks(lines: list[str]) -> Iterator[_Block]:
             kind, start, end, tuple(t for _, t in stack if t), retain_level is not None, lines[start : end + 1]
         )
 
-    # YAML front matter.
-    if n and lines[0].strip() == "---":
-        for j in range(1, min(n, 200)):
-            if lines[j].strip() in ("---", "..."):
-                yield block("prose", 0, j)
-                i = j + 1
-                break
-
+    front = _front_matter_end(lines)
+    if front is not None:
+        yield block("prose", 0, front)
+        i = front + 1
     while i < n:
         line = lines[i]
         if not line.strip():
@@ -121,12 +172,7 @@ def _blocks(lines: list[str]) -> Iterator[_Block]:
             continue
         fence = _FENCE.match(line)
         if fence:
-            marker = fence.group(2)
-            closing = re.compile(rf"^\s{{0,3}}{re.escape(marker[0])}{{{len(marker)},}}\s*$")
-            j = i + 1
-            while j < n and not closing.match(lines[j]):
-                j += 1
-            end = min(j, n - 1)
+            end = _fence_end(lines, i, fence.group(2))
             yield block("prose", i, end)
             i = end + 1
             continue
@@ -143,36 +189,8 @@ def _blocks(lines: list[str]) -> Iterator[_Block]:
             i += 1
             continue
         item = _LIST_ITEM.match(line)
-        if item:
-            content_indent = max(2, len(item.group(1)) + len(item.group(2)) + 1)
-            j = i + 1
-            while j < n:
-                current = lines[j]
-                if not current.strip():
-                    k = j
-                    while k < n and not lines[k].strip():
-                        k += 1
-                    if k < n and _indent(lines[k]) >= content_indent:
-                        j = k
-                        continue
-                    break
-                if _indent(current) >= content_indent:
-                    j += 1
-                    continue
-                if _LIST_ITEM.match(current) or is_heading(current) or _FENCE.match(current):
-                    break
-                j += 1  # A lazy continuation line of the item's paragraph.
-            yield block("item", i, j - 1)
-            i = j
-            continue
-        j = i + 1
-        while (
-            j < n
-            and lines[j].strip()
-            and not (is_heading(lines[j]) or _FENCE.match(lines[j]) or _LIST_ITEM.match(lines[j]))
-        ):
-            j += 1
-        yield block("prose", i, j - 1)
+        j = _item_end(lines, i, item) if item else _prose_end(lines, i)
+        yield block("item" if item else "prose", i, j - 1)
         i = j
 
 

@@ -26,7 +26,9 @@ conflict, and a forced one's own diff).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -297,18 +299,26 @@ class RollbackPreview:
         return self.plan.method
 
 
+@contextlib.contextmanager
+def _locked_fresh(audit: WriteGuardianAudit) -> Iterator[tuple[history.FileState, WriteGuardianAudit]]:
+    """The audit's file locked and synced with the disk, and the audit read again under the lock; both checked
+    rollbackable (before the lock, so a refusal waits for nothing, and after it, for a rollback that won)."""
+    check_rollbackable(audit)
+    with locks.file_lock(audit.target_file):
+        state = history.sync(audit.target_file)
+        fresh = _fresh(audit)
+        check_rollbackable(fresh)
+        yield state, fresh
+
+
 def preview_rollback(audit: WriteGuardianAudit, *, force: bool = False) -> RollbackPreview:
     """Run the rollback as a dry run: the exact change it would make now, or its conflict; nothing is written
     but the record of a hand edit made since the last look (as any look at the file does).
 
     Raises NotRollbackable, RollbackDisabled, FileBusy as ``rollback_write`` does.
     """
-    check_rollbackable(audit)
     name = audit.target_file
-    with locks.file_lock(name):
-        state = history.sync(name)
-        fresh = _fresh(audit)
-        check_rollbackable(fresh)
+    with _locked_fresh(audit) as (state, fresh):
         plan, conflict = _plan_locked(fresh, state, force=force)
     change = measure_change(name, state.content, state.content if conflict and not force else plan.content)
     return RollbackPreview(fresh, force, state.content_hash or "", plan, change, None if force else conflict)
@@ -332,12 +342,8 @@ def rollback_write(
     overlap; nothing changed), RollbackStale, RollbackDisabled, FileBusy.
     """
     reason = clean_reason(reason)
-    check_rollbackable(audit)
     name = audit.target_file
-    with locks.file_lock(name):
-        state = history.sync(name)
-        fresh = _fresh(audit)
-        check_rollbackable(fresh)
+    with _locked_fresh(audit) as (state, fresh):
         if expected_hash is not None and expected_hash != (state.content_hash or ""):
             raise RollbackStale(
                 f"{name} changed since the rollback of {audit.id} was shown; nothing was changed. Look again."

@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from guardian_app.recall.index import index_status, index_workspace
 from guardian_app.recall.query import InvalidRecallQuery
 from guardian_app.recall.recall import MAX_K, MODES, recall
+from reflection_site import cli
 
 
 class Command(BaseCommand):
@@ -351,16 +352,10 @@ class Command(BaseCommand):
 
 
 def _parse_day(value: str | None) -> Any:
-    import datetime as dt
-
+    """``today``, ``yesterday`` or an ISO date (``reflection_site.cli.parse_day``); a CommandError otherwise."""
     from django.utils import timezone
 
-    today = timezone.localdate()
-    if not value or value == "today":
-        return today
-    if value == "yesterday":
-        return today - dt.timedelta(days=1)
     try:
-        return dt.date.fromisoformat(value)
+        return cli.parse_day(value, today=timezone.localdate())
     except ValueError as exc:
-        raise CommandError(f"{value!r} is not a date: use YYYY-MM-DD, today or yesterday.") from exc
+        raise CommandError(str(exc)) from exc
