@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import getpass
 import json
 import sys
@@ -12,9 +11,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
 from guardian_app.errors import GuardianError
+from guardian_app.management.guardian_arguments import add_arguments
 from guardian_app.models import WriteGuardianAudit
 from guardian_app.queries import audit_record, file_history, list_audits
 from guardian_app.write import history, locks, workspace
@@ -23,25 +22,15 @@ from guardian_app.write.guardian import retry_write
 from guardian_app.write.recovery import sweep_pending_decisions
 from guardian_app.write.rollback import LineChange, preview_rollback, rollback_write
 from guardian_app.write.session_rollback import rollback_session
-from reflection_site import memory_files
+from reflection_site import cli, memory_files
 from reflection_site.errors import ReflectionError
 
-STATUSES = WriteGuardianAudit.Status.values
 CSV_FIELDS = [
     "id", "created_at", "status", "target_file", "candidate_fact", "reason", "held_for_review", "source",
     "source_ref", "requested_by", "decision_id", "turn_id", "session_id", "retry_of_id", "lines_added",
     "lines_removed", "lines_modified", "llm_model", "llm_latency_ms", "agent_steps", "rolled_back_at",
     "rolled_back_by", "rollback_reason",
 ]  # fmt: skip
-
-
-def _when(value: str) -> dt.datetime:
-    """ISO 8601 (`2026-03-01`, `2026-03-01T09:00`, `…Z`); a time without a zone is in TIME_ZONE."""
-    try:
-        parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise CommandError(f"not an ISO 8601 time: {value!r}") from exc
-    return parsed if parsed.tzinfo else timezone.make_aware(parsed)
 
 
 def _reason(options: dict[str, Any]) -> str:
@@ -54,27 +43,6 @@ def _user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # No login name (a container without a passwd entry).
         return "unknown"
-
-
-def _file(value: str) -> str:
-    names = memory_files.active().files  # The workspace profile's (WORKSPACE_PROFILE).
-    if value not in names:
-        raise CommandError(f"unknown memory file {value!r}; expected one of {', '.join(names)}")
-    return value
-
-
-def _short(text: str | None, width: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _table(rows: list[list[Any]], headers: list[str]) -> str:
-    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
-    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
-    return "\n".join(lines)
 
 
 def _plus_minus(version: Any) -> str:
@@ -105,101 +73,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        actions = parser.add_subparsers(dest="action", required=True)
-
-        def filters(sub: ArgumentParser, *, default_limit: int | None) -> None:
-            sub.add_argument("session_key", nargs="?", help="Only this session's audits.")
-            sub.add_argument("-l", "--limit", type=int, default=default_limit, help="At most N audits, newest first.")
-            sub.add_argument("-f", "--file", type=_file, help="Only this memory file.")
-            sub.add_argument("-s", "--status", choices=STATUSES, help="Only this status.")
-            sub.add_argument("--since", type=_when, help="Created at or after (ISO 8601).")
-            sub.add_argument("--until", type=_when, help="Created at or before (ISO 8601).")
-
-        listing = actions.add_parser("list", help="List audits, newest first.")
-        filters(listing, default_limit=10)
-        listing.add_argument("-d", "--with-diff", action="store_true", help="Show each audit's diff summary.")
-        listing.add_argument("--json", action="store_true")
-
-        show = actions.add_parser("show", help="One audit in full, with its diff.")
-        show.add_argument("audit_id")
-        show.add_argument("--include-content", action="store_true", help="Print the file before and after.")
-        show.add_argument("--json", action="store_true")
-
-        diff = actions.add_parser("diff", help="An audit's unified diff.")
-        diff.add_argument("audit_id")
-        diff.add_argument("--color", choices=["auto", "always", "never"], default="auto")
-
-        rollback = actions.add_parser("rollback", help="Undo one write, keeping later changes.")
-        rollback.add_argument("audit_id")
-        rollback.add_argument("--reason", help='Why (default: "rolled back from the CLI by <user>").')
-        rollback.add_argument("--force", action="store_true", help="Overwrite overlapping later changes.")
-        rollback.add_argument(
-            "--dry-run", action="store_true", help="Only show the change it would make now, or its conflict."
-        )
-        rollback.add_argument("--by", default="cli", help="Who asks (default: cli).")
-        rollback.add_argument("--json", action="store_true")
-
-        session = actions.add_parser("rollback-session", help="Undo a session's writes, all or nothing.")
-        session.add_argument("session_id")
-        session.add_argument("--reason", help='Why (default: "rolled back from the CLI by <user>").')
-        session.add_argument("--since", type=_when)
-        session.add_argument("--until", type=_when)
-        session.add_argument("--dry-run", action="store_true")
-        session.add_argument("--partial", action="store_true", help="Apply the clean ones, report the rest.")
-        session.add_argument("--by", default="cli")
-        session.add_argument("--json", action="store_true")
-
-        retry = actions.add_parser("retry", help="Run the guardian again for an audit's decision.")
-        retry.add_argument("audit_id")
-        retry.add_argument("--fact", help="A corrected fact.")
-        retry.add_argument("--file", type=_file, help="Another target file.")
-        retry.add_argument("--by", default="cli")
-
-        history = actions.add_parser("history", help="A file's versions, newest first.")
-        history.add_argument("file_name", nargs="?", type=_file, help="The file (or -f).")
-        history.add_argument("-f", "--file", type=_file, help="The file.")
-        history.add_argument("-l", "--limit", type=int, default=20, help="At most N versions (default 20).")
-        history.add_argument("-d", "--with-diff", action="store_true", help="Print each version's diff.")
-        history.add_argument("--json", action="store_true")
-
-        correct = actions.add_parser("correct", help="Record the right outcome for an audit.")
-        correct.add_argument("audit_id")
-        correct.add_argument("--status", required=True, choices=["written", "refused"])
-        correct.add_argument("--fact", help="The corrected candidate fact.")
-        correct.add_argument("--file", type=_file, help="The corrected target file.")
-        correct.add_argument("--reason", required=True)
-        correct.add_argument("--apply-to-future", action="store_true", help="Steer the gate and guardian from now on.")
-        correct.add_argument("--pattern", help="The correction pattern (default: derived from the fact).")
-        correct.add_argument("--by", default="cli")
-        correct.add_argument(
-            "--apply",
-            action="store_true",
-            help="Also change the file now, as audited writes: roll the write back (refused), and/or write the "
-            "corrected fact (written).",
-        )
-
-        export = actions.add_parser("export", help="Write the matching audits to a file.")
-        filters(export, default_limit=None)
-        export.add_argument("--format", choices=["json", "csv", "markdown"], default="json")
-        export.add_argument("-o", "--output", type=Path, help="File to write (default: stdout).")
-        export.add_argument("--include-content", action="store_true", help="Include the files before and after.")
-
-        sweep = actions.add_parser("sweep", help="Re-enqueue UPDATE_* decisions still without an audit.")
-        sweep.add_argument("--grace", type=int, default=None, help="Seconds (default GUARDIAN_SWEEP_GRACE_S).")
-
-        actions.add_parser("drift", help="Record hand edits of the memory files now (as the 10-minute task does).")
-
-        files = actions.add_parser(
-            "files", help="The workspace profile's memory files, where they are and their sizes."
-        )
-        files.add_argument("--json", action="store_true")
-
-        consolidate = actions.add_parser(
-            "consolidate", help="Remove repeated and superseded lines of the memory files, one audited write each."
-        )
-        consolidate.add_argument("--dry-run", action="store_true", help="Show what would be removed, write nothing.")
-        consolidate.add_argument("--file", action="append", dest="files", help="Only this file (repeatable).")
-        consolidate.add_argument("--json", action="store_true")
+        add_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -259,7 +133,7 @@ class Command(BaseCommand):
             self.stdout.write("No audits.")
             return
         rows = [
-            [a.id, a.created_at.strftime("%Y-%m-%d %H:%M:%S"), a.status, a.target_file, _short(a.candidate_fact, 50)]
+            [a.id, a.created_at.strftime("%Y-%m-%d %H:%M:%S"), a.status, a.target_file, cli.short(a.candidate_fact, 50)]
             + (
                 [f"+{a.lines_added or 0} -{a.lines_removed or 0} ~{a.lines_modified or 0}"]
                 if options["with_diff"]
@@ -268,7 +142,7 @@ class Command(BaseCommand):
             for a in audits
         ]
         headers = ["ID", "CREATED", "STATUS", "FILE", "FACT"] + (["DIFF"] if options["with_diff"] else [])
-        self.stdout.write(_table(rows, headers))
+        self.stdout.write(cli.table(rows, headers))
 
     def handle_show(self, options: dict[str, Any]) -> None:
         audit = self._audit(options["audit_id"])
@@ -364,9 +238,9 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(result.as_dict(), indent=2))
         else:
-            rows = [[i.audit.id, i.audit.target_file, i.status, _short(i.message, 70)] for i in result.items]
+            rows = [[i.audit.id, i.audit.target_file, i.status, cli.short(i.message, 70)] for i in result.items]
             self.stdout.write(
-                _table(rows, ["AUDIT", "FILE", "PLAN", "MESSAGE"]) if rows else "No written audits in that session."
+                cli.table(rows, ["AUDIT", "FILE", "PLAN", "MESSAGE"]) if rows else "No written audits in that session."
             )
         if result.conflicts and not options["partial"] and not options["dry_run"]:
             raise CommandError(
@@ -480,11 +354,11 @@ class Command(BaseCommand):
                 v.kind,
                 _plus_minus(v),
                 v.audit_id or "",
-                _short(v.audit.candidate_fact if v.audit_id else "", 40),
+                cli.short(v.audit.candidate_fact if v.audit_id else "", 40),
             ]
             for v in versions
         ]
-        self.stdout.write(_table(rows, ["#", "WHEN", "KIND", "LINES", "AUDIT", "FACT"]))
+        self.stdout.write(cli.table(rows, ["#", "WHEN", "KIND", "LINES", "AUDIT", "FACT"]))
         if options["with_diff"]:
             for v in versions:
                 self.stdout.write(f"\n#{v.seq} {v.kind}\n" + self._colour(v.diff or "(no change)\n", "auto"))
