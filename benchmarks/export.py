@@ -142,7 +142,7 @@ def run_one(fmt: str) -> None:
     import django
 
     django.setup()
-    from dataset_app.exporters import claim_export, create_export, write_export
+    from dataset_app.exports import claim_export, create_export, write_export
 
     before = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()

@@ -255,12 +255,12 @@ def child_admin(repeat: int) -> dict:
 def child_export_samples(repeat: int) -> dict:
     import tempfile
 
-    from dataset_app import exporters
+    from dataset_app import exports
     from dataset_app.models import DatasetSample
 
-    export = exporters.create_export(export_format="raw", directory=Path(tempfile.mkdtemp()))
+    export = exports.create_export(export_format="raw", directory=Path(tempfile.mkdtemp()))
     t0 = time.perf_counter()
-    exporters.run_export(export.id)
+    exports.run_export(export.id)
     elapsed = time.perf_counter() - t0
     peak = _peak_rss_mb()
     export.refresh_from_db()
@@ -272,13 +272,13 @@ def child_export_samples(repeat: int) -> dict:
 def child_export_conversations(repeat: int) -> dict:
     import datetime as dt
 
-    from dataset_app import retention
+    from dataset_app.exporters import conversations
     from sessions_app.models import ConversationTurn
 
     # The nightly export takes one day; here the day's bounds are widened to every turn of the data set.
-    retention._day_bounds = lambda day: (dt.datetime(2000, 1, 1, tzinfo=dt.UTC), dt.datetime(2100, 1, 1, tzinfo=dt.UTC))
+    conversations._day_bounds = lambda day: (dt.datetime(2000, 1, 1, tzinfo=dt.UTC), dt.datetime(2100, 1, 1, tzinfo=dt.UTC))
     t0 = time.perf_counter()
-    result = retention.export_conversations(dt.date.today())
+    result = conversations.export_conversations(dt.date.today())
     elapsed = time.perf_counter() - t0
     peak = _peak_rss_mb()
     result.path.unlink(missing_ok=True)

@@ -17,7 +17,8 @@ from dataset_app import queries
 from dataset_app.annotation import approve_sample, reject_sample
 from dataset_app.collect import collect_samples
 from dataset_app.errors import ExportFileMissing, ExportNotReady
-from dataset_app.exporters import start_export
+from dataset_app.exporters.registry import writer_class
+from dataset_app.exports import start_export
 from dataset_app.models import DatasetExport, DatasetSample, EvaluationRun, JobStatus
 from dataset_app.schemas import (
     AnnotateIn,
@@ -183,13 +184,11 @@ def download_export(
         raise ExportFileMissing(f"The export's file is gone: {', '.join(missing) or split}.")
     if len(paths) == 1:
         return FileResponse(open(paths[0], "rb"), as_attachment=True, filename=paths[0].name)  # noqa: SIM115
-    is_csv = export.export_format == DatasetExport.Format.CSV
-    suffix = ".csv" if is_csv else ".jsonl"
+    writer = writer_class(export.export_format)
     response = StreamingHttpResponse(
-        _stream(paths, skip_header_after_first=is_csv),
-        content_type="text/csv" if is_csv else "application/jsonl",
+        _stream(paths, skip_header_after_first=writer.header is not None), content_type=writer.media_type
     )
-    response["Content-Disposition"] = f'attachment; filename="{export.export_name}-all{suffix}"'
+    response["Content-Disposition"] = f'attachment; filename="{export.export_name}-all{writer.suffix}"'
     return response
 
 

@@ -23,15 +23,17 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
 from dataset_app.errors import EvaluationUnavailable
-from dataset_app.exporters import GateCase, GuardianCase, gate_case, guardian_case, split_of
-from dataset_app.models import GATE_SAMPLE_TYPES, GUARDIAN_SAMPLE_TYPES, DatasetSample, EvaluationRun, JobStatus
+from dataset_app.exporters.examples import GateCase, GuardianCase, gate_case, guardian_case
+from dataset_app.exporters.split import split_of
+from dataset_app.models import DatasetSample, EvaluationRun, JobStatus
+from dataset_app.sample_types import GATE_SAMPLE_TYPES, GUARDIAN_SAMPLE_TYPES
 from sessions_app.models import Decision
 
 logger = logging.getLogger(__name__)
@@ -153,6 +155,70 @@ def evaluation_samples(*, stage: str, split: str, train_split: float) -> Iterato
             yield sample, case
 
 
+@dataclass
+class _Answers:
+    """What the model answered over a run: (expected, predicted) pairs, errors, the models and prompt versions."""
+
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    errors: int = 0
+    models: Counter = field(default_factory=Counter)
+    versions: Counter = field(default_factory=Counter)
+
+
+def _ask_all(
+    run: EvaluationRun,
+    *,
+    stage: str,
+    split: str,
+    train_split: float,
+    model: str | None,
+    offline: bool | None,
+    progress: Progress | None,
+) -> _Answers:
+    """Ask the model about every sample of the stage in the split; an LLM error is a wrong answer (``ERROR``)."""
+    from reflection_site import llm
+
+    ask = ask_gate_about if stage == EvaluationRun.Stage.GATE else ask_guardian_about
+    corrections = _corrections_for(stage)
+    cases = list(evaluation_samples(stage=stage, split=split, train_split=train_split))
+    answers = _Answers()
+    if progress:
+        progress(0, len(cases))
+    for done, (sample, case) in enumerate(cases, start=1):
+        try:
+            prediction = ask(case, model=model, offline=offline, corrections=corrections)
+        except llm.LLMError as exc:
+            logger.warning("evaluation %s: sample %s not answered: %s", run.id, sample.id, exc)
+            answers.errors += 1
+            prediction = Prediction(ERROR_LABEL, "", "")
+        else:
+            answers.models[prediction.llm_model] += 1
+            answers.versions[prediction.prompt_version] += 1
+        answers.pairs.append((case.decision, prediction.label))
+        if progress:
+            progress(done, len(cases))
+    return answers
+
+
+def _record_figures(run: EvaluationRun, answers: _Answers, *, stage: str, model: str | None, started: float) -> None:
+    pairs, errors = answers.pairs, answers.errors
+    labels = list(Decision.values) if stage == EvaluationRun.Stage.GATE else list(GUARDIAN_LABELS)
+    correct = sum(1 for expected, predicted in pairs if expected == predicted)
+    run.status = JobStatus.COMPLETED
+    run.sample_count = len(pairs)
+    run.correct_count = correct
+    run.error_count = errors
+    run.accuracy = round(correct / len(pairs), 4) if pairs else None
+    run.metrics = per_label_metrics(pairs, labels)
+    run.confusion = confusion_matrix(pairs, [*labels, *([ERROR_LABEL] if errors else [])])
+    run.llm_model = answers.models.most_common(1)[0][0] if answers.models else (model or "")
+    run.prompt_version = answers.versions.most_common(1)[0][0] if answers.versions else ""
+    run.duration_ms = int((time.perf_counter() - started) * 1000)
+    run.finished_at = timezone.now()
+    run.error = None
+    run.save()
+
+
 def evaluate(
     *,
     stage: str = "gate",
@@ -191,49 +257,27 @@ def evaluate(
     else:
         EvaluationRun.objects.filter(id=run.id).update(status=JobStatus.RUNNING)
     started = time.perf_counter()
-    ask = ask_gate_about if stage == EvaluationRun.Stage.GATE else ask_guardian_about
-    labels = list(Decision.values) if stage == EvaluationRun.Stage.GATE else list(GUARDIAN_LABELS)
-    pairs: list[tuple[str, str]] = []
-    errors = 0
-    models: Counter = Counter()
-    versions: Counter = Counter()
     try:
-        from reflection_site import llm
-
-        corrections = _corrections_for(stage)
-        cases = list(evaluation_samples(stage=stage, split=split, train_split=train_split))
-        if progress:
-            progress(0, len(cases))
-        for done, (sample, case) in enumerate(cases, start=1):
-            try:
-                prediction = ask(case, model=model, offline=offline, corrections=corrections)
-            except llm.LLMError as exc:
-                logger.warning("evaluation %s: sample %s not answered: %s", run.id, sample.id, exc)
-                errors += 1
-                prediction = Prediction(ERROR_LABEL, "", "")
-            else:
-                models[prediction.llm_model] += 1
-                versions[prediction.prompt_version] += 1
-            pairs.append((case.decision, prediction.label))
-            if progress:
-                progress(done, len(cases))
+        answers = _ask_all(
+            run, stage=stage, split=split, train_split=train_split, model=model, offline=offline, progress=progress
+        )
     except BaseException as exc:
         EvaluationRun.objects.filter(id=run.id).update(
             status=JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
         )
         raise
-    correct = sum(1 for expected, predicted in pairs if expected == predicted)
-    run.status = JobStatus.COMPLETED
-    run.sample_count = len(pairs)
-    run.correct_count = correct
-    run.error_count = errors
-    run.accuracy = round(correct / len(pairs), 4) if pairs else None
-    run.metrics = per_label_metrics(pairs, labels)
-    run.confusion = confusion_matrix(pairs, [*labels, *([ERROR_LABEL] if errors else [])])
-    run.llm_model = models.most_common(1)[0][0] if models else (model or "")
-    run.prompt_version = versions.most_common(1)[0][0] if versions else ""
-    run.duration_ms = int((time.perf_counter() - started) * 1000)
-    run.finished_at = timezone.now()
-    run.error = None
-    run.save()
+    _record_figures(run, answers, stage=stage, model=model, started=started)
     return run
+
+
+def empty_split_hint(run: EvaluationRun) -> str:
+    """Why a run found no sample: none approved for the stage, or all of them on the other side of the split."""
+    everywhere = sum(1 for _ in evaluation_samples(stage=run.stage, split="all", train_split=run.train_split))
+    if not everywhere:
+        return f"No approved {run.stage} samples yet. Approve some (dataset review) and try again."
+    return (
+        f"No approved {run.stage} sample falls in the {run.split} split, but {everywhere} approved sample(s) "
+        f"fall in the other one. Each sample goes to train or validation by a hash of its id "
+        f"(DATASET_TRAIN_SPLIT={run.train_split:g}, the same split as exports), so a handful of samples may all "
+        f"land on one side. Use --split all to evaluate on every approved sample."
+    )

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from dataset_app.exporters.registry import format_choices
+from dataset_app.sample_types import GUARDIAN_SAMPLE_TYPES, SampleType
 from reflection_site import privacy
 from reflection_site.ids import new_ulid
-
-
-class SampleType(models.TextChoices):
-    MEMORY_GATE_POSITIVE = "memory_gate_positive", "memory gate positive"
-    MEMORY_GATE_NEGATIVE = "memory_gate_negative", "memory gate negative"
-    WRITE_GUARDIAN_DECISION = "write_guardian_decision", "write guardian decision"
-    ANNOTATED_TURN = "annotated_turn", "annotated turn"
 
 
 class AnnotationStatus(models.TextChoices):
@@ -29,14 +25,6 @@ class AnnotationStatus(models.TextChoices):
 
 # What an export with only_approved takes, and what retention never deletes.
 APPROVED_STATUSES: tuple[str, ...] = (AnnotationStatus.APPROVED, AnnotationStatus.AUTO_APPROVED)
-
-# The stage a sample trains or evaluates: the gate decides NO_WRITE/UPDATE_*, the guardian written/refused.
-GATE_SAMPLE_TYPES: tuple[str, ...] = (
-    SampleType.MEMORY_GATE_POSITIVE,
-    SampleType.MEMORY_GATE_NEGATIVE,
-    SampleType.ANNOTATED_TURN,
-)
-GUARDIAN_SAMPLE_TYPES: tuple[str, ...] = (SampleType.WRITE_GUARDIAN_DECISION,)
 
 
 class DatasetSampleQuerySet(models.QuerySet["DatasetSample"]):
@@ -207,17 +195,30 @@ class DatasetSample(models.Model):
         """What a person may see of the sample (without the raw permission), and what leaves the database
         without ``include_pii``: the redacted content where PII was found, the content where none was, the
         content redacted now if it was collected with privacy filtering off, and None (withheld) where the
-        redaction left PII behind. The review page, the API, the CLI and evaluation show this; the exporter
-        selects the same in SQL (``VISIBLE_CONTENT_SQL``) and redacts an unchecked sample on the way out."""
+        redaction left PII behind. The review page, the API, the CLI and evaluation show this; the exporter and
+        the admin's list select the same in SQL (``visible_content_sql``) and redact an unchecked sample after."""
         if not self.privacy_checked:
             return privacy.redact_data(self.content)  # type: ignore[return-value]
         if self.contains_pii:
             return self.pii_redacted_content
         return self.content
 
+    def visible_notes(self) -> str | None:
+        """The annotation notes as a person without the raw permission sees them: redacted (a reviewer may quote
+        the turn, and collection writes the doubts it found into them)."""
+        return privacy.redact(self.annotation_notes) if self.annotation_notes else self.annotation_notes
+
     @property
     def stage(self) -> str:
         return "guardian" if self.sample_type in GUARDIAN_SAMPLE_TYPES else "gate"
+
+
+def visible_content_sql(read: Callable[[str], Any]) -> models.Case:
+    """``DatasetSample.visible_content`` in SQL, for reads that never load a sample's JSON (the exporter, the
+    admin's list): ``read("pii_redacted_content")`` where PII was found (NULL: withheld), ``read("content")``
+    where none was. A sample collected with privacy filtering off (``privacy_checked`` false) is still to be
+    redacted by the reader."""
+    return models.Case(models.When(contains_pii=True, then=read("pii_redacted_content")), default=read("content"))
 
 
 class PendingReviewSample(models.Model):
@@ -250,12 +251,10 @@ class PendingReviewSample(models.Model):
         return f"{self.sample_type} {self.id}"
 
 
-class ExportFormat(models.TextChoices):
-    ALPACA = "alpaca"
-    SHAREGPT = "sharegpt", "ShareGPT"
-    OPENAI = "openai", "OpenAI"
-    RAW = "raw"
-    CSV = "csv", "CSV"
+# One member per registered export format (``dataset_app.exporters.registry``): ALPACA = "alpaca", "Alpaca" …
+ExportFormat = models.TextChoices(
+    "ExportFormat", [(name.upper(), (name, label)) for name, label in format_choices()], module=__name__
+)
 
 
 class JobStatus(models.TextChoices):
@@ -307,7 +306,7 @@ class DatasetExport(models.Model):
         db_table = "dataset_exports"
         indexes = [
             models.Index(fields=["exported_at"], name="dataset_exports_exported_at"),
-            # Serves dataset_app.exporters.sweep_stale_exports: only unfinished rows are in it.
+            # Serves dataset_app.exports.sweep_stale_exports: only unfinished rows are in it.
             models.Index(
                 fields=["heartbeat_at"],
                 condition=Q(status__in=["pending", "running"]),

@@ -1,7 +1,9 @@
 """A sample as a person reviews it: the conversation as chat bubbles, the decision, the fact, the diff.
 
 The text is redacted unless the viewer may see it raw (``dataset_app.view_raw_datasetsample``) and asked
-to; a sample whose PII could not be redacted shows no text at all without that permission.
+to; a sample whose PII could not be redacted shows no text at all without that permission. ``content_for`` decides
+what is shown (``DatasetSample.visible_content``) for the review page (``present``) and the terminal's
+``dataset review`` (``describe``) alike.
 """
 
 from __future__ import annotations
@@ -153,3 +155,59 @@ def _evidence(evidence: dict[str, Any]) -> str:
     if evidence.get("userFeedback"):
         parts.append(f"user feedback: {evidence['userFeedback']}")
     return "; ".join(parts)
+
+
+def describe(content: dict[str, Any]) -> list[str]:
+    """A sample's content as lines for a terminal (``dataset review``): the conversation, then the decision and
+    its correction. Give it ``content_for``'s content, as the review page is given."""
+    lines: list[str] = []
+    kind = content.get("type")
+
+    def say(messages: list[dict[str, Any]]) -> None:
+        for m in messages or []:
+            who = "USER " if m.get("role") == "user" else "AGENT"
+            lines.append(f"  {who} │ {m.get('message', '')}")
+
+    if kind in (SampleType.MEMORY_GATE_POSITIVE, SampleType.MEMORY_GATE_NEGATIVE):
+        say(content.get("conversation") or [])
+        if kind == SampleType.MEMORY_GATE_POSITIVE:
+            lines.append(f"  gate decision: {content.get('correctDecision')}  fact: {content.get('correctFact')}")
+            lines.append(f"  reason: {content.get('reason')}")
+        else:
+            lines.append(f"  gate said: {content.get('incorrectDecision')}  fact: {content.get('incorrectFact')}")
+            lines.append(f"  correct:   {content.get('correctDecision')}  fact: {content.get('correctFact') or '-'}")
+            lines.append(f"  why: {content.get('rejectionReason')}")
+    elif kind == SampleType.WRITE_GUARDIAN_DECISION:
+        lines.append(f"  fact → {content.get('targetFile')}: {content.get('candidateFact')}")
+        lines.append(f"  guardian: {content.get('decision')}  ({content.get('reason')})")
+        correction = content.get("userCorrection")
+        if correction:
+            lines.append(f"  corrected to: {correction.get('correctedDecision')}  ({correction.get('reason')})")
+        if content.get("diff"):
+            lines.extend("  " + line for line in str(content["diff"]).splitlines()[:20])
+    elif kind == SampleType.ANNOTATED_TURN:
+        say(content.get("context") or [])
+        gate = content.get("memoryGate") or {}
+        given = gate.get("input") or {}
+        say(
+            [
+                {"role": "user", "message": given.get("userMessage")},
+                {"role": "agent", "message": given.get("agentReply")},
+            ]
+        )
+        out = gate.get("output") or {}
+        lines.append(
+            f"  gate: {out.get('decision')}  fact: {out.get('candidateFact') or '-'}  label: {gate.get('label')}"
+        )
+        if gate.get("correctedOutput"):
+            c = gate["correctedOutput"]
+            lines.append(
+                f"  corrected: {c.get('decision')}  fact: {c.get('candidateFact') or '-'}  ({c.get('reason')})"
+            )
+        guardian = content.get("writeGuardian")
+        if guardian:
+            lines.append(f"  guardian: {(guardian.get('output') or {}).get('status')}  label: {guardian.get('label')}")
+        feedback = content.get("feedback")
+        if feedback:
+            lines.append(f"  feedback: {feedback.get('last')} ({len(feedback.get('events') or [])} event(s))")
+    return lines

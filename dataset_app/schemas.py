@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from ninja import Field, Schema
 
+from dataset_app.exporters.registry import format_names
 from dataset_app.models import DatasetExport, DatasetSample, EvaluationRun
 from reflection_site.api import NOT_BLANK
 from sessions_app.schemas import Timestamp
@@ -22,6 +23,8 @@ SampleTypeName = Literal[
     "write_guardian_decision",
     "annotated_turn",
 ]
+# Every registered export format (dataset_app.exporters.registry), in the model's order.
+ExportFormatName = Literal[format_names()]  # type: ignore[valid-type]
 
 
 class CollectIn(Schema):
@@ -77,6 +80,10 @@ class SampleOut(Schema):
     def resolve_content(sample: DatasetSample) -> dict[str, Any] | None:
         return sample.visible_content()
 
+    @staticmethod
+    def resolve_annotation_notes(sample: DatasetSample) -> str | None:
+        return sample.visible_notes()
+
 
 class AnnotateIn(Schema):
     annotated_by: str = Field(..., min_length=1, max_length=255, pattern=NOT_BLANK, description="Who; not only spaces.")
@@ -109,7 +116,7 @@ class QualityOut(Schema):
 
 
 class ExportIn(Schema):
-    format: Literal["alpaca", "sharegpt", "openai", "raw", "csv"]
+    format: ExportFormatName
     name: str | None = Field(
         None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",

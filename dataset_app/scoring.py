@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from reflection_site.text import content_words, count_cjk, is_cjk, words
+
 FACTORS: tuple[str, ...] = ("conversationClarity", "decisionConfidence", "factVerifiability")
 
 
@@ -98,44 +100,23 @@ class QualityScore:
 
 
 # --- tokens ---------------------------------------------------------------------------------------
+# Words, stems and stop words are reflection_site.text's, as every app reads them (issue 20).
 
-_LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]*")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+")
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
-
-STOP_WORDS = frozenset(
-    """
-    a an the and or but if of to in on at by for with from as is are was were be been being am do does did
-    has have had i me my mine you your yours he him his she her hers it its we us our they them their this
-    that these those there here what which who whom when where why how not no so too very can could will
-    would shall should may might must just also about into over than then out up down all any some such
-    user users agent assistant i'm it's don't
-    的 了 是 在 和 我 你 他 她 它 们 这 那 就 也 都
-    """.split()
-)
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > 4 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
 
 
 def content_tokens(text: str) -> set[str]:
-    """Content words of ``text``: lower-cased stemmed Latin words minus stop words, and CJK bigrams."""
-    tokens = {_stem(w) for w in (m.lower() for m in _LATIN_WORD.findall(text)) if len(w) > 1 and w not in STOP_WORDS}
-    for run in _CJK_RUN.findall(text):
-        chars = [c for c in run if c not in STOP_WORDS]
-        if len(chars) == 1:
-            tokens.add(chars[0])
-        tokens.update(a + b for a, b in zip(chars, chars[1:], strict=False))
-    return tokens
+    """Content words of ``text`` (``text.content_words``, the role words user/agent dropped too): stemmed Latin
+    words minus stop words, and CJK bigrams (a lone character stands for itself)."""
+    return set(content_words(text, roles=True))
+
+
+def _latin_words(text: str) -> list[str]:
+    return [word for word in words(text, apostrophes=True) if not is_cjk(word)]
 
 
 def _word_count(text: str) -> float:
-    return len(_LATIN_WORD.findall(text)) + len(_CJK.findall(text)) / 2
+    return len(_latin_words(text)) + count_cjk(text) / 2
 
 
 def _clamp(value: float) -> float:
@@ -162,7 +143,7 @@ def conversation_clarity(user_message: str, agent_reply: str = "") -> float:
     letters = sum(1 for c in non_space if _LETTER.match(c))
     signal = min(1.0, (letters / len(non_space)) / 0.7) if non_space else 0.0
 
-    latin = [w.lower() for w in _LATIN_WORD.findall(text)]
+    latin = _latin_words(text)
     variety = min(1.0, (len(set(latin)) / len(latin)) / 0.5) if len(latin) >= 8 else 1.0
 
     reply = 1.0 if agent_reply.strip() else 0.85

@@ -8,8 +8,10 @@ from typing import Any
 
 from celery import shared_task
 from django.conf import settings
+from django.utils import timezone
 
 from dataset_app.errors import DatasetError
+from reflection_site import cli
 
 logger = logging.getLogger(__name__)
 
@@ -18,11 +20,10 @@ LONG_JOB = {"soft_time_limit": 6 * 3600, "time_limit": 6 * 3600 + 300}
 
 
 def _parse_time(value: Any) -> dt.datetime | None:
+    """A task's time option, as the commands read one (``reflection_site.cli.parse_time``); None when empty."""
     if value in (None, ""):
         return None
-    if isinstance(value, dt.datetime):
-        return value
-    return dt.datetime.fromisoformat(str(value))
+    return cli.parse_time(value, tz=timezone.get_current_timezone(), now=timezone.now())
 
 
 @shared_task
@@ -58,7 +59,7 @@ def run_collect(
 @shared_task(throws=(DatasetError,), **LONG_JOB)
 def run_export(export_id: str) -> str | None:
     """Write one export; a redelivered message finds it claimed or finished and does nothing."""
-    from dataset_app.exporters import run_export as write
+    from dataset_app.exports import run_export as write
 
     export = write(export_id)
     return export.id if export is not None else None
@@ -67,7 +68,7 @@ def run_export(export_id: str) -> str | None:
 @shared_task
 def run_export_sweep() -> int:
     """Re-enqueue exports a dead worker left pending or running."""
-    from dataset_app.exporters import sweep_stale_exports
+    from dataset_app.exports import sweep_stale_exports
 
     return sweep_stale_exports()
 
@@ -75,7 +76,7 @@ def run_export_sweep() -> int:
 @shared_task
 def run_conversation_export(day: str | None = None) -> str | None:
     """The nightly ``conversations-YYYY-MM-DD.jsonl`` (``storage.jsonlExport``), yesterday by default."""
-    from dataset_app.retention import export_conversations
+    from dataset_app.exporters.conversations import export_conversations
 
     if not settings.JSONL_EXPORT_ENABLED:
         return None
@@ -85,7 +86,7 @@ def run_conversation_export(day: str | None = None) -> str | None:
 @shared_task
 def run_export_file_retention() -> int:
     """Delete conversation exports older than ``jsonlExport.retentionDays``."""
-    from dataset_app.retention import prune_export_files
+    from dataset_app.exporters.conversations import prune_export_files
 
     return len(prune_export_files())
 

@@ -7,7 +7,6 @@ context the agent sent with the turn, or, when it sent none, the session's previ
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from dataset_app.collect.judge import (
 from dataset_app.models import DatasetSample, SampleType
 from dataset_app.scoring import Evidence, ScoringInput, content_tokens
 from guardian_app.models import WriteGuardianAudit
+from reflection_site.text import fingerprint
 from sessions_app.gate import context_window
 from sessions_app.models import FILE_FOR_DECISION, ConversationTurn, Decision, MemoryGateDecision
 
@@ -73,8 +73,10 @@ def _gate_output(decision: MemoryGateDecision) -> dict[str, Any]:
 
 
 def _fingerprint(sample_type: str, label: str, text: str | None, extra: str = "") -> str:
+    """Same type, label and content words (in any order): the same pattern. ``reflection_site.text``'s fingerprint
+    of the sorted words, salted with the rest, is the SHA-256 of ``type|label|extra|words`` it always was."""
     words = " ".join(sorted(content_tokens(text or "")))
-    return hashlib.sha256(f"{sample_type}|{label}|{extra}|{words}".encode()).hexdigest()[:40]
+    return fingerprint(words, salt=f"{sample_type}|{label}|{extra}|")[:40]
 
 
 @dataclass

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 
-from dataset_app.admin import DatasetSampleResource
+from dataset_app.admin.resources import DatasetSampleResource
 from dataset_app.models import DatasetExport, DatasetSample, EvaluationRun
 from tests.dataset_app.factories import SampleFactory
 
@@ -329,7 +329,7 @@ def test_a_bad_export_name_is_a_form_error(admin_client):
 
 
 def test_export_files_download_needs_the_permission(admin_client, dataset):
-    from dataset_app.exporters import create_export, run_export
+    from dataset_app.exports import create_export, run_export
 
     export = run_export(create_export(export_format="openai", name="dl").id)
     url = reverse("admin:dataset_app_datasetexport_download", args=[export.id, "train"])

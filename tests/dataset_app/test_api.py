@@ -170,7 +170,7 @@ def test_export_runs_on_a_worker_and_is_downloaded(api_client, dataset, django_c
 
 
 def test_export_download_needs_the_operate_scope(client_for, dataset):
-    from dataset_app.exporters import create_export, run_export
+    from dataset_app.exports import create_export, run_export
 
     export = run_export(create_export(export_format="csv", name="scoped").id)
     reader = client_for("read")
@@ -184,7 +184,7 @@ def test_export_download_needs_the_operate_scope(client_for, dataset):
 def test_a_missing_export_file_is_410(api_client, dataset):
     from pathlib import Path
 
-    from dataset_app.exporters import create_export, run_export
+    from dataset_app.exports import create_export, run_export
 
     export = run_export(create_export(export_format="openai", name="gone").id)
     Path(export.files[0]["path"]).unlink()
@@ -237,3 +237,11 @@ def test_a_dead_broker_leaves_the_job_pending_for_the_sweep(
     assert response.status_code == HTTPStatus.ACCEPTED, response.content
     assert response.json()["status"] == "pending"
     assert "Connection refused" in caplog.text
+
+
+def test_the_api_shows_annotation_notes_redacted_as_the_review_page_does(api_client):
+    """A reviewer's note may quote the turn: the API answers what the review page and the CLI show (issue 20)."""
+    sample = SampleFactory(annotation_notes="Mail sent to anna.berg@example.com was the bug.")
+    body = api_client.get(reverse("api:get_sample", args=[sample.id])).json()
+    assert "anna.berg@example.com" not in body["annotation_notes"]
+    assert body["annotation_notes"] == sample.visible_notes()

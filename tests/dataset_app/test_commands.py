@@ -36,6 +36,20 @@ def test_collect_dry_run_then_collect():
     assert json.loads(run("collect", "--json"))["created"] == 0
 
 
+def test_collect_reads_times_as_every_command_does():
+    """Issue 20: the command's own time parser gave way to ``reflection_site.cli``'s. Decided: ``30d`` and the
+    other relative times are read too, eight digits are a date (the copy read any digits as epoch milliseconds)
+    and fewer than ten other digits are refused; ISO dates and times and epoch milliseconds read as before."""
+    written_decision(days=10)
+
+    assert "Would collect 0 sample(s)" in run("collect", "--dry-run", "--since", "5d")
+    assert "Would collect 2 sample(s)" in run("collect", "--dry-run", "--since", "30d")
+    assert "Would collect 2 sample(s)" in run("collect", "--dry-run", "--since", "20000101")
+    assert "Would collect 2 sample(s)" in run("collect", "--dry-run", "--since", "946684800000")  # 2000, in ms
+    with pytest.raises(CommandError, match="is not a time: use 30d"):
+        run("collect", "--since", "123456")
+
+
 def test_collect_type_option():
     written_decision(days=10)
     run("collect", "-t", "negative")
@@ -196,7 +210,7 @@ def test_evaluate_prints_whole_labels_in_the_confusion_matrix(dataset):
 
 
 def test_evaluate_explains_an_empty_split(settings):
-    from dataset_app.exporters import split_of
+    from dataset_app.exporters.split import split_of
 
     settings.DATASET_TRAIN_SPLIT = 0.8
     for _ in range(40):  # samples until one falls in train: then the validation split may hold none of them

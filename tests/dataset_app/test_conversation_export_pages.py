@@ -1,4 +1,4 @@
-"""Issue 9: the nightly conversation export reads driver rows in keyset pages (``retention._records_of``) and
+"""Issue 9: the nightly conversation export reads driver rows in keyset pages (``conversations._records_of``) and
 writes them with orjson. Its records are those of the model-instance path (``turn_record`` over ``_turns_of``, the
 export before issue 9), key order included, across page boundaries, turns of equal ``created_at`` included, on
 SQLite and PostgreSQL; its lines hold the old lines' values (``json.dumps(record, ensure_ascii=False)``), written
@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from benchmarks.seed_scale import seed
-from dataset_app import retention
+from dataset_app.exporters import conversations
 from sessions_app.models import ConversationContext, ConversationTurn, MemoryGateDecision
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +62,7 @@ def one_day() -> list[str]:
 
 
 def _model_path() -> list[dict[str, Any]]:
-    return [retention.turn_record(turn) for turn in retention._turns_of(DAY)]
+    return [conversations.turn_record(turn) for turn in conversations._turns_of(DAY)]
 
 
 @pytest.mark.parametrize("chunk_size", [1, 3, 7, 20, 40, 2000])
@@ -70,7 +70,7 @@ def test_the_pages_give_the_same_records_as_the_model_instances(one_day: list[st
     expected = _model_path()
     assert len(expected) == 40
 
-    records = list(retention._records_of(DAY, chunk_size=chunk_size))
+    records = list(conversations._records_of(DAY, chunk_size=chunk_size))
 
     assert records == expected
     # Key order included: the lines are the same bytes.
@@ -81,7 +81,7 @@ def test_the_pages_give_the_same_records_as_the_model_instances(one_day: list[st
 
 def test_a_page_costs_four_queries_whatever_its_rows(one_day: list[str]) -> None:
     with CaptureQueriesContext(connection) as queries:
-        records = list(retention._records_of(DAY, chunk_size=10))
+        records = list(conversations._records_of(DAY, chunk_size=10))
 
     assert len(records) == 40
     # Four pages of turns, each with its context, decisions and audits, and the empty page that ends it (and on
@@ -94,7 +94,7 @@ def test_the_export_file_holds_the_model_paths_lines(one_day: list[str], setting
     settings.DATASET_EXPORT_DIR = str(tmp_path)
     before = [json.dumps(record, ensure_ascii=False) for record in _model_path()]
 
-    result = retention.export_conversations(DAY)
+    result = conversations.export_conversations(DAY)
 
     assert result.turns == 40
     # Lines end at "\n" only (a U+2028 in a message stays raw, in both encoders).
@@ -111,7 +111,7 @@ def test_an_integer_orjson_cannot_encode_is_written_by_json(one_day: list[str], 
     settings.DATASET_EXPORT_DIR = str(tmp_path)
     ConversationTurn.objects.filter(id=one_day[0]).update(user_metadata={"big": 2**70})
 
-    result = retention.export_conversations(DAY)
+    result = conversations.export_conversations(DAY)
 
     first = json.loads(result.path.read_bytes().split(b"\n")[0])
     assert first["user_message"]["metadata"] == {"big": 2**70}
@@ -123,8 +123,8 @@ def test_an_integer_orjson_cannot_encode_is_written_by_json(one_day: list[str], 
 def test_the_pages_read_ahead_on_a_thread_give_the_same_records(one_day: list[str], chunk_size: int) -> None:
     expected = [json.dumps(r, ensure_ascii=False) for r in _model_path()]
 
-    ahead = list(retention._records_of(DAY, chunk_size=chunk_size, read_ahead=True))
-    inline = list(retention._records_of(DAY, chunk_size=chunk_size, read_ahead=False))
+    ahead = list(conversations._records_of(DAY, chunk_size=chunk_size, read_ahead=True))
+    inline = list(conversations._records_of(DAY, chunk_size=chunk_size, read_ahead=False))
 
     assert [json.dumps(r, ensure_ascii=False) for r in ahead] == expected
     assert [json.dumps(r, ensure_ascii=False) for r in inline] == expected
@@ -135,11 +135,11 @@ def test_an_error_on_the_read_ahead_thread_is_raised_to_the_reader(
     one_day: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(day: dt.date, chunk_size: int) -> Any:
-        yield from retention._keyset_pages(day, chunk_size)
+        yield from conversations._keyset_pages(day, chunk_size)
         raise RuntimeError("database gone")
 
-    monkeypatch.setattr(retention, "_pages", broken)
-    records = retention._records_of(DAY, chunk_size=7, read_ahead=True)
+    monkeypatch.setattr(conversations, "_pages", broken)
+    records = conversations._records_of(DAY, chunk_size=7, read_ahead=True)
 
     with pytest.raises(RuntimeError, match="database gone"):
         list(records)
@@ -149,7 +149,7 @@ def test_an_error_on_the_read_ahead_thread_is_raised_to_the_reader(
 def test_a_reader_that_stops_early_stops_the_thread(one_day: list[str]) -> None:
     import threading
 
-    records = retention._records_of(DAY, chunk_size=1, read_ahead=True)
+    records = conversations._records_of(DAY, chunk_size=1, read_ahead=True)
     assert next(records)["id"]
     records.close()
 
@@ -158,4 +158,4 @@ def test_a_reader_that_stops_early_stops_the_thread(one_day: list[str]) -> None:
 
 def test_in_a_transaction_the_pages_are_read_inline(one_day: list[str]) -> None:
     # The test's transaction holds the rows: another connection would see none.
-    assert len(list(retention._records_of(DAY, chunk_size=7))) == 40
+    assert len(list(conversations._records_of(DAY, chunk_size=7))) == 40

@@ -6,7 +6,7 @@ import pytest
 
 from dataset_app.errors import EvaluationUnavailable
 from dataset_app.evaluate import confusion_matrix, evaluate, per_label_metrics
-from dataset_app.exporters import split_of
+from dataset_app.exporters.split import split_of
 from dataset_app.models import DatasetSample, EvaluationRun
 from tests.dataset_app.factories import SampleFactory
 

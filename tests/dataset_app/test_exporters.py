@@ -15,14 +15,9 @@ from datasets import load_dataset
 from django.utils import timezone
 from hypothesis import strategies as st
 
-from dataset_app.exporters import (
-    create_export,
-    example_of,
-    run_export,
-    split_of,
-    sweep_stale_exports,
-    write_export,
-)
+from dataset_app.exporters.examples import example_of
+from dataset_app.exporters.split import split_of
+from dataset_app.exports import create_export, run_export, sweep_stale_exports, write_export
 from dataset_app.models import DatasetExport, DatasetSample
 from tests.dataset_app.conftest import EMAIL, SECRET, check_openai_line, read_lines
 
@@ -156,7 +151,7 @@ def test_sharegpt_is_the_conversation_with_the_decision_on_the_last_gpt_turn(dat
 
 
 def test_sharegpt_turns_alternate_whatever_the_window_holds():
-    from dataset_app.exporters import example_of, sharegpt_turns
+    from dataset_app.exporters.formats.sharegpt import sharegpt_turns
 
     content = {
         "type": "memory_gate_positive",
@@ -234,7 +229,7 @@ def test_default_exports_hold_no_pii_or_secret(dataset):
 
 
 def test_include_pii_exports_the_raw_text_and_says_so_in_the_log(dataset, caplog):
-    with caplog.at_level("WARNING", logger="dataset_app.exporters"):
+    with caplog.at_level("WARNING", logger="dataset_app.exports"):
         row = export("raw", include_pii=True)
     text = "".join(p.read_text(encoding="utf-8") for p in paths(row).values())
     assert EMAIL in text and SECRET in text
@@ -293,10 +288,10 @@ def test_running_an_export_twice_does_nothing_the_second_time(dataset):
 
 
 def test_a_failed_export_leaves_no_partial_files_and_records_the_error(dataset, monkeypatch):
-    from dataset_app import exporters
+    from dataset_app.exporters.formats.openai import OpenAIWriter
 
     row = create_export(export_format="openai", name="broken")
-    monkeypatch.setattr(exporters.OpenAIWriter, "record", lambda self, r: 1 / 0)
+    monkeypatch.setattr(OpenAIWriter, "record", lambda self, r: 1 / 0)
 
     with pytest.raises(ZeroDivisionError):
         run_export(row.id)
@@ -323,15 +318,12 @@ def test_bad_options_are_refused():
     assert DatasetExport.objects.count() == 0
 
 
-def test_the_sweep_requeues_an_export_a_dead_worker_left_running(dataset, monkeypatch):
+def test_the_sweep_requeues_an_export_a_dead_worker_left_running(dataset, sent_tasks):
     import datetime as dt
 
     from django.utils import timezone
 
-    from dataset_app import tasks
-
-    sent = []
-    monkeypatch.setattr(tasks.run_export, "delay", lambda export_id: sent.append(export_id))
+    sent = sent_tasks.to("dataset_app.tasks.run_export", single=True)
     row = create_export(export_format="openai", name="stuck")
     DatasetExport.objects.filter(id=row.id).update(
         status="running", heartbeat_at=timezone.now() - dt.timedelta(hours=1)
@@ -356,7 +348,7 @@ def test_write_export_reports_progress(dataset):
 
 
 def test_a_small_export_never_leaves_a_split_empty(tmp_path):
-    from dataset_app.exporters import split_point
+    from dataset_app.exporters.split import split_point
     from tests.dataset_app.factories import SampleFactory
 
     samples = SampleFactory.create_batch(3)

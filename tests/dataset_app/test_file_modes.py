@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from dataset_app.exporters import create_export, export_dir, run_export
-from dataset_app.retention import export_conversations
+from dataset_app.exporters.conversations import export_conversations
+from dataset_app.exporters.files import export_dir
+from dataset_app.exports import create_export, run_export
 from tests.dataset_app.factories import TurnFactory
 from tests.services import ROOT
 
@@ -40,7 +41,7 @@ def usual_umask() -> Iterator[None]:
 def test_dataset_export_files_are_0600_in_a_0700_folder(dataset):
     row = create_export(export_format="openai", name="modes")
     done = run_export(row.id)
-    assert done is not None and done.status == "completed", done.error_message if done else None
+    assert done is not None and done.status == "completed", done.error if done else None
     files = [Path(f["path"]) for f in done.files]
     assert files and all(mode(path) == 0o600 for path in files), {str(p): oct(mode(p)) for p in files}
     assert mode(export_dir()) == 0o700

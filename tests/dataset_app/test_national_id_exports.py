@@ -12,7 +12,8 @@ import pytest
 from django.urls import reverse
 
 from dataset_app.collect import collect_samples
-from dataset_app.exporters import WRITERS, create_export, run_export
+from dataset_app.exporters.registry import format_names
+from dataset_app.exports import create_export, run_export
 from dataset_app.models import DatasetSample
 from tests.dataset_app.factories import written_decision
 
@@ -72,14 +73,14 @@ def test_the_samples_api_serves_no_national_id(id_samples, client_for):
 
 def _exported_text(fmt: str, **options: Any) -> str:
     row = run_export(create_export(export_format=fmt, name=f"ids-{fmt}-{len(options)}", **options).id)
-    assert row is not None and row.status == "completed", row and row.error_message
+    assert row is not None and row.status == "completed", row and row.error
     assert row.total_samples > 0
     from pathlib import Path
 
     return "".join(Path(f["path"]).read_text(encoding="utf-8") for f in row.files)
 
 
-@pytest.mark.parametrize("fmt", sorted(WRITERS))
+@pytest.mark.parametrize("fmt", sorted(format_names()))
 def test_no_export_format_carries_a_national_id(id_samples, fmt):
     text = _exported_text(fmt)
     assert _leaks(text) == [], fmt
@@ -87,7 +88,7 @@ def test_no_export_format_carries_a_national_id(id_samples, fmt):
     assert "NATIONAL_ID" in text, fmt
 
 
-@pytest.mark.parametrize("fmt", sorted(WRITERS))
+@pytest.mark.parametrize("fmt", sorted(format_names()))
 def test_samples_collected_without_privacy_filtering_are_redacted_on_the_way_out(id_samples, fmt):
     DatasetSample.objects.update(privacy_checked=False, contains_pii=False, pii_redacted_content=None)
     assert _leaks(_exported_text(fmt)) == [], fmt
@@ -112,7 +113,7 @@ def test_the_daily_conversation_export_carries_no_national_id_in_the_turns(id_sa
     rows here skip; the security probe runs the whole pipeline and reads the export too.)"""
     from django.utils import timezone
 
-    from dataset_app.retention import export_conversations
+    from dataset_app.exporters.conversations import export_conversations
     from sessions_app.models import ConversationTurn
 
     settings.JSONL_EXPORT_INCLUDE_PII = False

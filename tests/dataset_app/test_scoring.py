@@ -120,7 +120,19 @@ def test_weights_are_configurable(settings):
 
 
 def test_content_tokens_drop_stop_words_and_stem():
-    assert content_tokens("The user prefers morning check-ins") == {"prefer", "morn", "check-in"}
+    assert content_tokens("The user prefers morning coffee") == {"prefer", "morn", "coffee"}
+    assert content_tokens("我喜欢喝绿茶") == {"喜欢", "欢喝", "喝绿", "绿茶"}
+
+
+def test_content_tokens_read_words_as_reflection_site_text_does():
+    """Issue 20: scoring's own word pattern, stemmer and stop words gave way to ``reflection_site.text``. Decided:
+    a hyphen splits a word (``check-ins`` was one token), the one stemmer reads ``likes`` as ``like`` (the copy made
+    it ``lik``) and leaves ``ins``, a word of one letter or digit counts (the copy dropped it), and non-ASCII
+    letters stay inside their word (``café`` was ``caf``). Text a person wrote is read the same in every app."""
+    assert content_tokens("The user likes morning check-ins") == {"like", "morn", "check", "ins"}
+    assert content_tokens("Uses C on 5 boards") == {"use", "c", "5", "board"}
+    assert content_tokens("Orders a café au lait") == {"order", "café", "au", "lait"}
+    assert conversation_clarity("check-ins") == conversation_clarity("check ins")  # two words either way
 
 
 @given(

@@ -44,7 +44,7 @@ def test_decide_checks_the_fact_first_then_applies_the_reply_and_checks_the_resu
 
 def test_evaluation_asks_the_same_decision(monkeypatch: pytest.MonkeyPatch):
     from dataset_app.evaluate import ask_guardian_about
-    from dataset_app.exporters import GuardianCase
+    from dataset_app.exporters.examples import GuardianCase
 
     calls: list[tuple[str, str | None, str]] = []
 

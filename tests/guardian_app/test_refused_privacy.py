@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from dataset_app.retention import export_conversations
+from dataset_app.exporters.conversations import export_conversations
 from guardian_app.models import WriteGuardianAudit
 from guardian_app.write.guardian import write_fact
 from sessions_app.models import ConversationTurn, MemoryGateDecision
@@ -88,7 +88,7 @@ def test_the_conversation_export_keeps_raw_text_only_when_asked(make_decision, s
 
     assert KEY not in export_conversations(day).path.read_text()
     settings.JSONL_EXPORT_INCLUDE_PII = True
-    with caplog.at_level("WARNING", logger="dataset_app.retention"):
+    with caplog.at_level("WARNING", logger="dataset_app.exporters.conversations"):
         assert KEY in export_conversations(day).path.read_text()
     assert "JSONL_EXPORT_INCLUDE_PII=true" in caplog.text
 

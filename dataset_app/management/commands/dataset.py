@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import getpass
 import json
 import sys
@@ -17,35 +16,18 @@ from tqdm import tqdm
 
 from dataset_app import queries
 from dataset_app.annotation import annotate_sample
-from dataset_app.collect import TYPE_ALIASES, collect_samples, sample_types_for
+from dataset_app.collect import collect_samples, sample_types_for
 from dataset_app.errors import DatasetError
-from dataset_app.exporters import WRITERS, claim_export, create_export, write_export
-from dataset_app.models import AnnotationStatus, DatasetSample, EvaluationRun, SampleType
+from dataset_app.exporters.registry import writers
+from dataset_app.exports import claim_export, create_export, write_export
+from dataset_app.management.dataset_arguments import add_arguments
+from dataset_app.models import AnnotationStatus, DatasetSample
+from dataset_app.review import content_for, describe
+from reflection_site import cli
 from reflection_site.privacy import redact
 
 BAR_WIDTH = 40
 WITHHELD = "  (text withheld: it holds personal data that could not be redacted; --raw shows it)"
-
-
-def _time(value: str) -> dt.datetime:
-    """A date (2026-03-01), an ISO 8601 time, or epoch milliseconds; naive times are in TIME_ZONE."""
-    try:
-        if value.isdigit():
-            return dt.datetime.fromtimestamp(int(value) / 1000, tz=dt.UTC)
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise CommandError(f"not a date or time: {value!r}") from exc
-    return parsed if parsed.tzinfo else timezone.make_aware(parsed)
-
-
-def _fraction(value: str) -> float:
-    number = float(value)
-    if not 0 <= number <= 1:
-        raise ValueError
-    return number
-
-
-_fraction.__name__ = "number between 0 and 1"
 
 
 class Command(BaseCommand):
@@ -60,80 +42,7 @@ class Command(BaseCommand):
     stealth_options = ("stdin",)
 
     def add_arguments(self, parser: CommandParser) -> None:
-        sub = parser.add_subparsers(dest="action", required=True)
-
-        collect = sub.add_parser("collect", help="Collect samples from recent decisions, audits and turns.")
-        collect.add_argument("--since", type=_time, help="Sources created at or after (date, ISO time or epoch ms).")
-        collect.add_argument("--until", type=_time, help="Sources created before.")
-        collect.add_argument("--session", "-s", help="Only this session.")
-        collect.add_argument(
-            "--type", "-t", default="all", choices=list(TYPE_ALIASES), help="all | positive | negative | …"
-        )
-        collect.add_argument("--auto-approve", action="store_true", help="Apply the auto-approve criteria.")
-        collect.add_argument("--dry-run", action="store_true", help="Count what would be collected; store nothing.")
-        collect.add_argument("--json", action="store_true")
-
-        listing = sub.add_parser("list", help="List samples.")
-        listing.add_argument("--status", choices=AnnotationStatus.values)
-        listing.add_argument("--type", choices=list(TYPE_ALIASES))
-        listing.add_argument("--quality-above", type=float)
-        listing.add_argument("--limit", "-l", type=int, default=20)
-        listing.add_argument("--needs-review", action="store_true")
-        listing.add_argument("--session", "-s")
-        listing.add_argument("--json", action="store_true")
-
-        review = sub.add_parser("review", help="Review samples one at a time: a approve, r reject, s skip, q quit.")
-        review.add_argument("--status", default=AnnotationStatus.NEEDS_REVIEW, choices=AnnotationStatus.values)
-        review.add_argument("--type", choices=list(TYPE_ALIASES))
-        review.add_argument("--limit", "-l", type=int, default=0, help="Stop after this many (0: the whole queue).")
-        review.add_argument("--annotator", default=None, help="Recorded as annotated_by (default: your user name).")
-        review.add_argument("--raw", action="store_true", help="Show the text unredacted.")
-
-        for name, verb in (("approve", "Approve"), ("reject", "Reject")):
-            one = sub.add_parser(name, help=f"{verb} one sample.")
-            one.add_argument("sample_id")
-            one.add_argument("--notes", default=None)
-            one.add_argument("--annotator", default=None)
-
-        export = sub.add_parser("export", help="Export the dataset (train and validation files).")
-        export.add_argument("--format", "-f", default="openai", choices=list(WRITERS))
-        export.add_argument(
-            "--output", "-o", help="Output path; -o ./sft.jsonl writes ./sft-train.jsonl and ./sft-val.jsonl."
-        )
-        export.add_argument("--type", "-t", action="append", choices=list(TYPE_ALIASES), help="Repeat; default all.")
-        export.add_argument("--train-split", type=_fraction, default=None, help="Training share (default 0.8).")
-        export.add_argument("--include-pii", action="store_true", help="Export the raw text (default: redacted).")
-        export.add_argument("--only-approved", action="store_true")
-        export.add_argument("--min-quality", type=_fraction, default=None)
-        export.add_argument("--session", "-s")
-        export.add_argument("--json", action="store_true")
-
-        stats = sub.add_parser("stats", help="Sample counts.")
-        group = stats.add_mutually_exclusive_group()
-        group.add_argument("--daily", action="store_true")
-        group.add_argument("--by-type", action="store_true")
-        group.add_argument("--by-status", action="store_true")
-        group.add_argument("--quality-distribution", action="store_true")
-        stats.add_argument("--days", type=int, default=30, help="With --daily: how many days back.")
-        stats.add_argument("--json", action="store_true")
-
-        quality = sub.add_parser("quality", help="Quality report: distribution, factors, by type.")
-        quality.add_argument("--json", action="store_true")
-
-        evaluate = sub.add_parser("evaluate", help="Evaluate the gate (or guardian) on the approved samples.")
-        evaluate.add_argument("--stage", default="gate", choices=EvaluationRun.Stage.values)
-        evaluate.add_argument("--model", default=None, help="An OpenAI-compatible model name (default: current gate).")
-        evaluate.add_argument("--split", default="validation", choices=EvaluationRun.Split.values)
-        evaluate.add_argument("--offline", action="store_true", help="Use the offline heuristic gate.")
-        evaluate.add_argument("--json", action="store_true")
-
-        conversations = sub.add_parser("export-conversations", help="Write conversations-YYYY-MM-DD.jsonl now.")
-        conversations.add_argument("--date", type=dt.date.fromisoformat, help="The day (default: yesterday).")
-        sub.add_parser("prune-exports", help="Delete conversation exports older than JSONL_EXPORT_RETENTION_DAYS.")
-        retention = sub.add_parser("retention", help="Delete sessions inactive for RETENTION_DAYS.")
-        retention.add_argument("--days", type=int, default=None)
-        retention.add_argument("--dry-run", action="store_true")
-        sub.add_parser("sweep-exports", help="Re-enqueue exports a dead worker left behind.")
+        add_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stdin: TextIO = options.get("stdin") or sys.stdin
@@ -249,14 +158,20 @@ class Command(BaseCommand):
         if not rows:
             self.stdout.write("No samples. Collect some with: python manage.py dataset collect")
             return
-        self.stdout.write(f"{'ID':<26}  {'TYPE':<23}  {'LABEL':<15}  {'QUALITY':>7}  {'STATUS':<13}  PII  CREATED")
-        for s in rows:
-            score = f"{s.quality_score:.3f}" if s.quality_score is not None else "-"
-            pii = "yes" if s.contains_pii else "no"
-            self.stdout.write(
-                f"{s.id:<26}  {s.sample_type:<23}  {s.label:<15}  {score:>7}  {s.annotation_status:<13}  {pii:<3}  "
-                f"{timezone.localtime(s.created_at):%Y-%m-%d %H:%M}"
-            )
+        table = [
+            [
+                s.id,
+                s.sample_type,
+                s.label,
+                f"{s.quality_score:.3f}" if s.quality_score is not None else "-",
+                s.annotation_status,
+                "yes" if s.contains_pii else "no",
+                f"{timezone.localtime(s.created_at):%Y-%m-%d %H:%M}",
+            ]
+            for s in rows
+        ]
+        headers = ["ID", "TYPE", "LABEL", "QUALITY", "STATUS", "PII", "CREATED"]
+        self.stdout.write(cli.table(table, headers, right={3}))
 
     # --- review -----------------------------------------------------------------------------------
     def _read_key(self) -> str:
@@ -281,7 +196,7 @@ class Command(BaseCommand):
 
     def _show(self, sample: DatasetSample, *, raw: bool, position: str) -> None:
         # What the review page shows: a sample whose PII could not be redacted is withheld unless --raw.
-        content = sample.content if raw else sample.visible_content()
+        content, _ = content_for(sample, raw=raw)
         self.stdout.write("")
         self.stdout.write(self.style.MIGRATE_HEADING(f"── {position}  {sample.sample_type}  {sample.id}"))
         score = f"{sample.quality_score:.3f}" if sample.quality_score is not None else "-"
@@ -357,10 +272,8 @@ class Command(BaseCommand):
             else:
                 directory = output.parent
                 name = output.name
-                for suffix in (".jsonl", ".json", ".csv"):
-                    if name.endswith(suffix):
-                        name = name[: -len(suffix)]
-                        break
+                suffixes = {".json", *(writer.suffix for writer in writers().values())}  # -o sft.jsonl: "sft"
+                name = next((name.removesuffix(s) for s in suffixes if name.endswith(s)), name)
         export = create_export(
             export_format=options["format"],
             name=name,
@@ -454,7 +367,7 @@ class Command(BaseCommand):
 
     # --- evaluate ---------------------------------------------------------------------------------
     def handle_evaluate(self, options: dict[str, Any]) -> None:
-        from dataset_app.evaluate import evaluate
+        from dataset_app.evaluate import empty_split_hint, evaluate
 
         bar, progress = self._bar("evaluate")
         try:
@@ -482,14 +395,14 @@ class Command(BaseCommand):
             )
         )
         if not run.sample_count:
-            self.stdout.write(self._empty_split_hint(run))
+            self.stdout.write("  " + empty_split_hint(run))
             return
-        self.stdout.write(f"  {'LABEL':<16} {'PRECISION':>9} {'RECALL':>7} {'F1':>6} {'SUPPORT':>8}")
-        for label, m in run.metrics.items():
-            fmt = lambda v: f"{v:.3f}" if v is not None else "-"  # noqa: E731
-            self.stdout.write(
-                f"  {label:<16} {fmt(m['precision']):>9} {fmt(m['recall']):>7} {fmt(m['f1']):>6} {m['support']:>8}"
-            )
+        figures = [
+            [label, *(f"{m[k]:.3f}" if m[k] is not None else "-" for k in ("precision", "recall", "f1")), m["support"]]
+            for label, m in run.metrics.items()
+        ]
+        table = cli.table(figures, ["LABEL", "PRECISION", "RECALL", "F1", "SUPPORT"], right={1, 2, 3, 4})
+        self.stdout.write("\n".join("  " + line for line in table.splitlines()))
         labels = run.confusion.get("labels", [])
         matrix = run.confusion.get("matrix", [])
         used = [i for i, _ in enumerate(labels) if any(matrix[i]) or any(row[i] for row in matrix)]
@@ -499,30 +412,15 @@ class Command(BaseCommand):
         for i in used:
             self.stdout.write(f"  {labels[i]:<{width}}" + "".join(f"{matrix[i][j]:>{width}}" for j in used))
 
-    @staticmethod
-    def _empty_split_hint(run: Any) -> str:
-        """Why a run found no sample: none approved for the stage, or all of them on the other side of the split."""
-        from dataset_app.evaluate import evaluation_samples
-
-        everywhere = sum(1 for _ in evaluation_samples(stage=run.stage, split="all", train_split=run.train_split))
-        if not everywhere:
-            return f"  No approved {run.stage} samples yet. Approve some (dataset review) and try again."
-        return (
-            f"  No approved {run.stage} sample falls in the {run.split} split, but {everywhere} approved sample(s) "
-            f"fall in the other one. Each sample goes to train or validation by a hash of its id "
-            f"(DATASET_TRAIN_SPLIT={run.train_split:g}, the same split as exports), so a handful of samples may all "
-            f"land on one side. Use --split all to evaluate on every approved sample."
-        )
-
     # --- periodic jobs by hand --------------------------------------------------------------------
     def handle_export_conversations(self, options: dict[str, Any]) -> None:
-        from dataset_app.retention import export_conversations
+        from dataset_app.exporters.conversations import export_conversations
 
         result = export_conversations(options["date"])
         self.stdout.write(self.style.SUCCESS(f"Exported {result.turns} turn(s) to {result.path}"))
 
     def handle_prune_exports(self, options: dict[str, Any]) -> None:
-        from dataset_app.retention import prune_export_files
+        from dataset_app.exporters.conversations import prune_export_files
 
         deleted = prune_export_files()
         self.stdout.write(f"Deleted {len(deleted)} old conversation export(s)")
@@ -538,64 +436,6 @@ class Command(BaseCommand):
         )
 
     def handle_sweep_exports(self, options: dict[str, Any]) -> None:
-        from dataset_app.exporters import sweep_stale_exports
+        from dataset_app.exports import sweep_stale_exports
 
         self.stdout.write(f"Requeued {sweep_stale_exports()} export(s)")
-
-
-# --- Showing a sample in a terminal -----------------------------------------------------------------
-
-
-def describe(content: dict[str, Any]) -> list[str]:
-    """A sample's content as readable lines: the conversation, then the decision and its correction."""
-    lines: list[str] = []
-    kind = content.get("type")
-
-    def say(messages: list[dict[str, Any]]) -> None:
-        for m in messages or []:
-            who = "USER " if m.get("role") == "user" else "AGENT"
-            lines.append(f"  {who} │ {m.get('message', '')}")
-
-    if kind in (SampleType.MEMORY_GATE_POSITIVE, SampleType.MEMORY_GATE_NEGATIVE):
-        say(content.get("conversation") or [])
-        if kind == SampleType.MEMORY_GATE_POSITIVE:
-            lines.append(f"  gate decision: {content.get('correctDecision')}  fact: {content.get('correctFact')}")
-            lines.append(f"  reason: {content.get('reason')}")
-        else:
-            lines.append(f"  gate said: {content.get('incorrectDecision')}  fact: {content.get('incorrectFact')}")
-            lines.append(f"  correct:   {content.get('correctDecision')}  fact: {content.get('correctFact') or '-'}")
-            lines.append(f"  why: {content.get('rejectionReason')}")
-    elif kind == SampleType.WRITE_GUARDIAN_DECISION:
-        lines.append(f"  fact → {content.get('targetFile')}: {content.get('candidateFact')}")
-        lines.append(f"  guardian: {content.get('decision')}  ({content.get('reason')})")
-        correction = content.get("userCorrection")
-        if correction:
-            lines.append(f"  corrected to: {correction.get('correctedDecision')}  ({correction.get('reason')})")
-        if content.get("diff"):
-            lines.extend("  " + line for line in str(content["diff"]).splitlines()[:20])
-    elif kind == SampleType.ANNOTATED_TURN:
-        say(content.get("context") or [])
-        gate = content.get("memoryGate") or {}
-        given = gate.get("input") or {}
-        say(
-            [
-                {"role": "user", "message": given.get("userMessage")},
-                {"role": "agent", "message": given.get("agentReply")},
-            ]
-        )
-        out = gate.get("output") or {}
-        lines.append(
-            f"  gate: {out.get('decision')}  fact: {out.get('candidateFact') or '-'}  label: {gate.get('label')}"
-        )
-        if gate.get("correctedOutput"):
-            c = gate["correctedOutput"]
-            lines.append(
-                f"  corrected: {c.get('decision')}  fact: {c.get('candidateFact') or '-'}  ({c.get('reason')})"
-            )
-        guardian = content.get("writeGuardian")
-        if guardian:
-            lines.append(f"  guardian: {(guardian.get('output') or {}).get('status')}  label: {guardian.get('label')}")
-        feedback = content.get("feedback")
-        if feedback:
-            lines.append(f"  feedback: {feedback.get('last')} ({len(feedback.get('events') or [])} event(s))")
-    return lines
