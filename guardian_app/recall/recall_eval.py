@@ -45,6 +45,7 @@ from sessions_app.models import ConversationSession, ConversationTurn
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 LONGMEMEVAL_DIR = FIXTURES / "recall_longmemeval"
 CORPUS_DIR = FIXTURES / "recall_corpus"
+CORPUS_V2_DIR = FIXTURES / "recall_corpus_v2"
 KS = (5, 10)
 
 
@@ -114,7 +115,9 @@ def longmemeval_s(directory: Path = LONGMEMEVAL_DIR) -> Dataset:
     return Dataset("longmemeval-s", files, questions)
 
 
-def seed_corpus(directory: Path = CORPUS_DIR) -> Dataset:
+def seed_corpus(directory: Path = CORPUS_DIR, *, name: str = "seed-corpus") -> Dataset:
+    """A corpus in the seed's formats: ``workspace/`` (the files), ``questions.json``, and optionally
+    ``transcripts.jsonl``: stored conversation turns (``session``, ``turn``, ``at``, ``user_from``, ``user``, ``agent``)."""
     files = {
         p.relative_to(directory / "workspace").as_posix(): p.read_text(encoding="utf-8")
         for p in sorted((directory / "workspace").rglob("*.md"))
@@ -132,7 +135,22 @@ def seed_corpus(directory: Path = CORPUS_DIR) -> Dataset:
         )
         for i, item in enumerate(spec["questions"], start=1)
     ]
-    return Dataset("seed-corpus", files, questions)
+    transcripts = directory / "transcripts.jsonl"
+    turns = (
+        [
+            Turn(t["session"], t["turn"], t["user"], t["agent"], dt.datetime.fromisoformat(t["at"]), t["user_from"])
+            for t in map(json.loads, filter(None, transcripts.read_text(encoding="utf-8").splitlines()))
+        ]
+        if transcripts.is_file()
+        else []
+    )
+    return Dataset(name, files, questions, turns)
+
+
+def seed_corpus_v2() -> Dataset:
+    """The blind held-out set written after the first corpus's held-out third had been read (BENCHMARKS.md):
+    another household, other phrasings, transcripts too. Frozen: nothing is tuned on it."""
+    return seed_corpus(CORPUS_V2_DIR, name="seed-corpus-v2")
 
 
 @dataclass(frozen=True)
@@ -142,6 +160,7 @@ class Turn:
     user: str
     agent: str
     at: dt.datetime
+    user_from: str = "user"
 
 
 def longmemeval_s_transcripts(directory: Path = LONGMEMEVAL_DIR) -> Dataset:
@@ -180,6 +199,7 @@ DATASETS: dict[str, Callable[[], Dataset]] = {
     "longmemeval-s": longmemeval_s,
     "longmemeval-s-transcripts": longmemeval_s_transcripts,
     "seed-corpus": seed_corpus,
+    "seed-corpus-v2": seed_corpus_v2,
 }
 
 
@@ -306,7 +326,7 @@ def store_turns(turns: list[Turn]) -> None:
             ConversationTurn(
                 session_id=t.session_id,
                 turn_number=t.number,
-                user_from="user",
+                user_from=t.user_from,
                 user_message_content=t.user,
                 agent_message_content=t.agent,
                 created_at=t.at + dt.timedelta(seconds=t.number),

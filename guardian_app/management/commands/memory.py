@@ -141,11 +141,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dataset",
             action="append",
-            choices=["longmemeval-s", "longmemeval-s-transcripts", "seed-corpus"],
+            choices=["longmemeval-s", "longmemeval-s-transcripts", "seed-corpus", "seed-corpus-v2"],
             help="Data set(s) to run (default: both). See guardian_app/recall/recall_eval.py.",
         )
         parser.add_argument("--mode", choices=MODES, default="auto", help="Recall mode (default: the defaults).")
-        parser.add_argument("--split", choices=["tune", "heldout"], help="Only this split of the seed corpus.")
+        parser.add_argument(
+            "--split", choices=["tune", "heldout"], help="Only this split of the seed corpus (v2 is all held out)."
+        )
         parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
 
     def handle_eval_recall(self, options: dict[str, Any]) -> None:
