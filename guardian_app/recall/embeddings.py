@@ -105,8 +105,11 @@ class LocalEmbedder:
     """WordLlama's in-wheel model: ``embed(texts)`` -> unit-length float32 rows (mean of the token vectors).
 
     The same vectors as ``WordLlamaInference.embed(texts, norm=True)``, computed without padding: the library
-    pools a padded (texts × longest × 256) block, which for 512-token chunks spends most of its time on zeros;
-    summing each text's token rows with ``np.add.reduceat`` is about 5x faster on the index's chunks.
+    pools a padded (texts × longest × 256) block, which for 512-token chunks spends most of its time on zeros.
+    Each text's token rows are gathered and summed on their own (a few KB that stay in the CPU cache): one
+    gather of every token of a batch wrote a (tokens × 256) block through memory and was most of the build's
+    embedding time (issue 22, profiled: 2.7 s gather + 2.5 s ``reduceat`` for 20k chunks, now 0.2 s). The
+    tokenizer's ``encode_batch_fast`` skips the character offsets that pooling never reads (2x faster).
     """
 
     def __init__(self, model: object, *, label: str = LOCAL_MODEL):
@@ -119,21 +122,19 @@ class LocalEmbedder:
         self.tokenizer = Tokenizer.from_str(model.tokenizer.to_str())  # type: ignore[attr-defined]
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
+        encode = getattr(self.tokenizer, "encode_batch_fast", None) or self.tokenizer.encode_batch
+        self._encode = encode
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = 256) -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, batch_size: int = 1024) -> np.ndarray:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
-        top = self.table.shape[0] - 1
+        table, top = self.table, self.table.shape[0] - 1
         for start in range(0, len(texts), batch_size):
-            encoded = self.tokenizer.encode_batch(list(texts[start : start + batch_size]), add_special_tokens=False)
-            lengths = np.array([len(e.ids) for e in encoded], dtype=np.int64)
-            present = np.flatnonzero(lengths)
-            if not present.size:
-                continue
-            ids = np.fromiter((i for e in encoded for i in e.ids), dtype=np.int64, count=int(lengths.sum()))
-            np.clip(ids, 0, top, out=ids)
-            offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))[present]
-            sums = np.add.reduceat(self.table[ids], offsets, axis=0)
-            out[start + present] = sums / lengths[present, None]
+            encoded = self._encode(list(texts[start : start + batch_size]), add_special_tokens=False)
+            for row, item in enumerate(encoded, start=start):
+                ids = np.asarray(item.ids, dtype=np.int64)
+                if ids.size:
+                    np.clip(ids, 0, top, out=ids)
+                    out[row] = table[ids].sum(axis=0) / ids.size
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         out /= np.where(norms == 0, 1, norms)
         return out

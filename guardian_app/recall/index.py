@@ -30,7 +30,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import BinaryIO
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -63,6 +62,7 @@ from guardian_app.recall.storage import (
 )
 from guardian_app.recall.transcripts import SESSIONS_META_KEY, index_sessions
 from guardian_app.recall.vectors import matrix_dir, save_vector_matrix
+from guardian_app.recall.writer import ChunkWriter, FileChange
 from reflection_site import memory_files
 from reflection_site.celery import send
 
@@ -117,12 +117,13 @@ def _index_file(
     *,
     force: bool,
     carried: Carried,
-    report: IndexReport,
+    writer: ChunkWriter,
     trust_stat: bool = True,
 ) -> None:
     # Inside: guardian_app.write.similarity imports recall's embeddings, so a module-level import would loop.
     from reflection_site.safe_files import open_regular
 
+    report = writer.report
     try:
         # Never through a link (one swapped in after workspace_files looked), never waiting on a FIFO.
         fd, stat = open_regular(source.absolute)
@@ -133,87 +134,57 @@ def _index_file(
             _remove_path(source.path, report)
         return
     with os.fdopen(fd, "rb") as fh:
-        return _index_open_file(
-            source, known, fh, stat, force=force, carried=carried, report=report, trust_stat=trust_stat
-        )
-
-
-def _index_open_file(
-    source: SourceFile,
-    known: MemoryIndexFile | None,
-    fh: BinaryIO,
-    stat: os.stat_result,
-    *,
-    force: bool,
-    carried: Carried,
-    report: IndexReport,
-    trust_stat: bool,
-) -> None:
-    mtime, size = _mtime_ms(stat), stat.st_size
-    if trust_stat and not force and known is not None and known.mtime == mtime and known.size == size:
-        report.files_unchanged += 1
-        return
-    if size > settings.RECALL_MAX_FILE_BYTES:
-        logger.warning("recall index: %s is %d bytes, over RECALL_MAX_FILE_BYTES; not indexed", source.path, size)
-        report.files_too_large.append(source.path)
-        if known is not None:
-            _remove_path(source.path, report)
-        return
-    try:
-        data = fh.read()
-    except OSError as exc:
-        logger.warning("recall index: cannot read %s: %s", source.path, exc)
-        return
+        mtime, size = _mtime_ms(stat), stat.st_size
+        if trust_stat and not force and known is not None and known.mtime == mtime and known.size == size:
+            report.files_unchanged += 1
+            return
+        if size > settings.RECALL_MAX_FILE_BYTES:
+            logger.warning("recall index: %s is %d bytes, over RECALL_MAX_FILE_BYTES; not indexed", source.path, size)
+            report.files_too_large.append(source.path)
+            if known is not None:
+                _remove_path(source.path, report)
+            return
+        try:
+            data = fh.read()
+        except OSError as exc:
+            logger.warning("recall index: cannot read %s: %s", source.path, exc)
+            return
     digest = hashlib.sha256(data).hexdigest()
     if not force and known is not None and known.hash == digest:
         MemoryIndexFile.objects.filter(path=source.path).update(mtime=mtime, size=size)
         report.files_unchanged += 1
         return
+    change = FileChange(source.path, SOURCE, digest, mtime, size)
+    _plan_chunks(change, data.decode("utf-8", errors="replace"), stat, carried=carried, report=report)
+    writer.add(change)
 
-    text = data.decode("utf-8", errors="replace")
-    chunks = file_chunks(source.path, text)
+
+def _plan_chunks(change: FileChange, text: str, stat: os.stat_result, *, carried: Carried, report: IndexReport) -> None:
+    """Compare the file's chunks with the stored ones by hash: unchanged chunks stay (moved ones get their new
+    lines), new ones are created (keeping the date and hits of text that was indexed before), vanished ones go."""
     existing: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
     for chunk_id, chunk_digest, start, end in (
-        MemoryChunk.objects.filter(path=source.path)
+        MemoryChunk.objects.filter(path=change.path)
         .order_by("start_line", "id")
         .values_list("id", "hash", "start_line", "end_line")
     ):
         existing[chunk_digest].append((chunk_id, start, end))
-
-    moved: list[MemoryChunk] = []
-    created: list[MemoryChunk] = []
-    fallback_time = _new_timestamp(source.path, stat)
-    for chunk in chunks:
-        chunk_digest = chunk_hash(source.path, chunk.heading, chunk.text)
+    fallback_time = _new_timestamp(change.path, stat)
+    for chunk in file_chunks(change.path, text):
+        chunk_digest = chunk_hash(change.path, chunk.heading, chunk.text)
         if existing.get(chunk_digest):
             chunk_id, start, end = existing[chunk_digest].pop(0)
             if (start, end) != (chunk.start_line, chunk.end_line):
-                moved.append(MemoryChunk(id=chunk_id, start_line=chunk.start_line, end_line=chunk.end_line))
+                change.moved.append((chunk.start_line, chunk.end_line, chunk_id))
             else:
                 report.chunks_kept += 1
             continue
-        row = new_chunk(source.path, chunk, chunk_digest, fallback_time)
-        previous = carried.get((source.path, chunk_digest))
+        row = new_chunk(change.path, chunk, chunk_digest, fallback_time)
+        previous = carried.get((change.path, chunk_digest))
         if previous:
             row.timestamp, row.hits, row.last_hit_at = previous.pop(0)
-        created.append(row)
-    gone = [chunk_id for entries in existing.values() for chunk_id, _, _ in entries]
-
-    with transaction.atomic():
-        if gone:
-            MemoryChunk.objects.filter(id__in=gone).delete()
-        if moved:
-            MemoryChunk.objects.bulk_update(moved, ["start_line", "end_line"], batch_size=500)
-        if created:
-            MemoryChunk.objects.bulk_create(created, batch_size=500)
-        MemoryIndexFile.objects.update_or_create(
-            path=source.path,
-            defaults={"source": SOURCE, "hash": digest, "mtime": mtime, "size": size, "indexed_at": timezone.now()},
-        )
-    report.files_indexed += 1
-    report.chunks_added += len(created)
-    report.chunks_removed += len(gone)
-    report.chunks_moved += len(moved)
+        change.created.append(row)
+    change.gone = [chunk_id for entries in existing.values() for chunk_id, _, _ in entries]
 
 
 def _embed_pending(report: IndexReport) -> None:
@@ -287,6 +258,46 @@ def _save_vector_matrix() -> None:
         logger.warning("recall index: could not save the vector matrix: %s", exc)
 
 
+def _start_over(meta: dict, params: dict) -> Carried:
+    """Drop every chunk and file row (a rebuild, or chunking changed); returns the dates and hits to carry over."""
+    carried: Carried = defaultdict(list)
+    for path, digest, timestamp, hits, last_hit in MemoryChunk.objects.values_list(
+        "path", "hash", "timestamp", "hits", "last_hit_at"
+    ).order_by("path", "start_line"):
+        carried[(path, digest)].append((timestamp, hits, last_hit))
+    with transaction.atomic():
+        MemoryChunk.objects.all().delete()
+        MemoryIndexFile.objects.all().delete()
+        write_meta(META_KEY, {**meta, **params})
+        write_meta(SESSIONS_META_KEY, {})  # Transcripts are chunked again too.
+    return carried
+
+
+def _sources(root: Path, paths: Iterable[str] | None) -> tuple[list[SourceFile], dict, list[str]]:
+    """The files to look at, their recorded rows, and the recorded paths that are gone from disk."""
+    if paths is None:
+        sources = workspace_files(root)
+        known = {row.path: row for row in MemoryIndexFile.objects.all()}
+        return sources, known, sorted(set(known) - {s.path for s in sources})
+    wanted = sorted({p for p in paths if is_indexable(p)})
+    for ignored in set(paths) - set(wanted):
+        logger.warning("recall index: %r is not a file the index covers; ignored", ignored)
+    on_disk = {p: root / memory_files.active().disk_path(p) for p in wanted}
+    sources = [SourceFile(p, on_disk[p]) for p in wanted if on_disk[p].is_file() and inside(root, on_disk[p])]
+    known = {row.path: row for row in MemoryIndexFile.objects.filter(path__in=wanted)}
+    return sources, known, sorted(set(wanted) - {s.path for s in sources})
+
+
+def _optimize() -> None:
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            # Merge the FTS5 b-trees a large batch of inserts leaves behind: fewer segments, faster MATCH.
+            cursor.execute("INSERT INTO memory_index_chunks_fts(memory_index_chunks_fts) VALUES ('optimize')")
+        else:
+            # Fresh statistics, or the planner may scan the table instead of using the GIN index.
+            cursor.execute("ANALYZE memory_index_chunks")
+
+
 def index_workspace(
     *, rebuild: bool = False, paths: Iterable[str] | None = None, progress: Progress | None = None
 ) -> IndexReport:
@@ -303,56 +314,29 @@ def index_workspace(
         meta = read_meta()
         params = _chunking_params()
         rechunk = rebuild or any(meta.get(k) != v for k, v in params.items())
-        carried: Carried = defaultdict(list)
-        if rechunk:
-            for path, digest, timestamp, hits, last_hit in MemoryChunk.objects.values_list(
-                "path", "hash", "timestamp", "hits", "last_hit_at"
-            ).order_by("path", "start_line"):
-                carried[(path, digest)].append((timestamp, hits, last_hit))
-            with transaction.atomic():
-                MemoryChunk.objects.all().delete()
-                MemoryIndexFile.objects.all().delete()
-                write_meta(META_KEY, {**meta, **params})
-                write_meta(SESSIONS_META_KEY, {})  # Transcripts are chunked again too.
-
-        if paths is None:
-            sources = workspace_files(root)
-            known = {row.path: row for row in MemoryIndexFile.objects.all()}
-            vanished = sorted(set(known) - {s.path for s in sources})
-        else:
-            wanted = sorted({p for p in paths if is_indexable(p)})
-            for ignored in set(paths) - set(wanted):
-                logger.warning("recall index: %r is not a file the index covers; ignored", ignored)
-            on_disk = {p: root / memory_files.active().disk_path(p) for p in wanted}
-            sources = [SourceFile(p, on_disk[p]) for p in wanted if on_disk[p].is_file() and inside(root, on_disk[p])]
-            known = {row.path: row for row in MemoryIndexFile.objects.filter(path__in=wanted)}
-            vanished = sorted(set(wanted) - {s.path for s in sources})
-
-        total = len(sources)
+        carried = _start_over(meta, params) if rechunk else defaultdict(list)
+        sources, known, vanished = _sources(root, paths)
+        writer = ChunkWriter(report, current_config())
         for done, source in enumerate(sources, start=1):
             # A file named by the caller changed for sure: compare its hash even if size and mtime look the same.
             _index_file(
-                source, known.get(source.path), force=rechunk, carried=carried, report=report, trust_stat=paths is None
+                source, known.get(source.path), force=rechunk, carried=carried, writer=writer, trust_stat=paths is None
             )
             if progress is not None:
-                progress(done, total, source.path)
+                progress(done, len(sources), source.path)
+        writer.flush()
         for path in vanished:
             if path in known:
                 _remove_path(path, report)
-        report.files_seen = total
+        report.files_seen = len(sources)
         if rechunk or report.chunks_added >= 1000:
-            with connection.cursor() as cursor:
-                if connection.vendor == "sqlite":
-                    # Merge the FTS5 b-trees a large batch of inserts leaves behind: fewer segments, faster MATCH.
-                    cursor.execute("INSERT INTO memory_index_chunks_fts(memory_index_chunks_fts) VALUES ('optimize')")
-                else:
-                    # Fresh statistics, or the planner may scan the table instead of using the GIN index.
-                    cursor.execute("ANALYZE memory_index_chunks")
+            _optimize()
         if paths is None:
             index_sessions(report)
         _embed_pending(report)
         if report.changed or report.files_removed or rechunk:
             bump_generation()
+
         if paths is None:
             _save_vector_matrix()
     report.took_ms = (time.perf_counter() - started) * 1000

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from django.conf import settings
 
-from guardian_app.models import MemoryChunk
 from guardian_app.recall.chunking import Chunk, chunk_markdown, search_text
 from guardian_app.recall.retain import entity_key, parse_time_range
 from reflection_site import memory_files
@@ -62,6 +61,33 @@ class IndexReport:
         if self.embedding_error:
             line += f"; embeddings failed: {self.embedding_error}"
         return line
+
+
+@dataclass(slots=True)
+class ChunkRow:
+    """A new ``memory_index_chunks`` row, before it is inserted (``MemoryChunk``'s columns, plain)."""
+
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    hash: str
+    text: str
+    heading: str
+    search_text: str
+    content: str
+    timestamp: dt.datetime
+    embed_text: str  # what the model embeds: where the chunk is, its heading, its lines
+    kind: str | None = None
+    entities: list[str] = field(default_factory=list)
+    entity_keys: str = ""
+    confidence: float | None = None
+    valid_from: dt.date | None = None
+    valid_until: dt.date | None = None
+    hits: int = 0
+    last_hit_at: dt.datetime | None = None
+    model: str = ""
+    embedding: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -162,20 +188,21 @@ def _entity_keys(names: Iterable[str]) -> str:
     return f"|{'|'.join(keys)}|" if keys else ""
 
 
-def new_chunk(path: str, chunk: Chunk, digest: str, timestamp: dt.datetime) -> MemoryChunk:
+def new_chunk(path: str, chunk: Chunk, digest: str, timestamp: dt.datetime) -> ChunkRow:
+    """The row of a new chunk of a workspace file (not yet stored; ``guardian_app.recall.writer`` inserts it)."""
     entities = _entities_for(path, chunk)
     valid_from, valid_until = parse_time_range(chunk.content or chunk.text, daily_log_date(path) or timestamp.date())
-    return MemoryChunk(
+    embed_text = indexed_text(path, chunk.heading, chunk.text)
+    return ChunkRow(
         path=path,
         source=SOURCE,
         start_line=chunk.start_line,
         end_line=chunk.end_line,
         hash=digest,
-        model="",
         text=chunk.text,
         heading=chunk.heading[:512],
-        search_text=search_text(indexed_text(path, chunk.heading, chunk.text) + " " + " ".join(entities)),
-        embedding=None,
+        search_text=search_text(embed_text + " " + " ".join(entities)),
+        embed_text=embed_text,
         kind=chunk.kind or _BANK_KINDS.get(path),
         entities=entities,
         entity_keys=_entity_keys(entities),

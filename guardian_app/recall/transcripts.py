@@ -17,8 +17,10 @@ from django.utils import timezone
 
 from guardian_app.models import MemoryChunk
 from guardian_app.recall.chunking import search_text
-from guardian_app.recall.sources import IndexReport, file_chunks, indexed_text
+from guardian_app.recall.embeddings import EmbeddingConfig, current_config
+from guardian_app.recall.sources import ChunkRow, IndexReport, file_chunks, indexed_text
 from guardian_app.recall.storage import read_meta, write_meta
+from guardian_app.recall.writer import embed_rows, insert_rows
 from sessions_app.models import ConversationTurn
 
 SESSIONS_SOURCE = "sessions"
@@ -63,12 +65,14 @@ def index_sessions(report: IndexReport | None = None) -> int:
     since = dt.datetime.fromisoformat(meta["lastCreatedAt"]) - _SESSIONS_OVERLAP if meta.get("lastCreatedAt") else None
     added = 0
     last_key: TurnKey | None = None
+    config = current_config()
     while True:
         batch = _read_turns(since, last_key)
         if not batch:
             break
         last_key = (batch[-1][6], batch[-1][0])
-        added += _store_new_chunks([row for turn in batch for row in turn_chunks(*turn)], last_key)
+        rows = [row for turn in batch for row in turn_chunks(*turn)]
+        added += _store_new_chunks(rows, last_key, config=config, report=report)
     removed = _prune_deleted_sessions(meta, added)
     report.chunks_added += added
     report.chunks_removed += removed
@@ -93,42 +97,46 @@ def turn_chunks(
     user_message: str,
     agent_message: str,
     created: dt.datetime,
-) -> list[MemoryChunk]:
+) -> list[ChunkRow]:
     """The chunk rows of one turn (unsaved), each hashed on the turn's id, its line and its text."""
     path = session_path(session_id)
     heading = f"{user_from or 'user'} and agent, {timezone.localtime(created):%Y-%m-%d %H:%M}"
-    rows: list[MemoryChunk] = []
+    rows: list[ChunkRow] = []
     for piece in file_chunks(path, turn_text(user_from, user_message, agent_message)):
         digest = hashlib.sha256(f"{turn_id}\n{piece.start_line}\n{piece.text}".encode()).hexdigest()
+        embed_text = indexed_text(path, heading, piece.text)
         rows.append(
-            MemoryChunk(
+            ChunkRow(
                 path=path[:512],
                 source=SESSIONS_SOURCE,
                 start_line=number,
                 end_line=number,
                 hash=digest,
-                model="",
                 text=piece.text,
                 heading=heading[:512],
-                search_text=search_text(indexed_text(path, heading, piece.text)),
-                embedding=None,
+                search_text=search_text(embed_text),
                 content=piece.text,
                 timestamp=created,
+                embed_text=embed_text,
             )
         )
     return rows
 
 
-def _store_new_chunks(rows: list[MemoryChunk], last_key: TurnKey) -> int:
-    """Insert the rows not in the index yet and move the watermark to ``last_key``; returns how many."""
+def _store_new_chunks(
+    rows: list[ChunkRow], last_key: TurnKey, *, config: EmbeddingConfig | None, report: IndexReport
+) -> int:
+    """Insert the rows not in the index yet (with the local model's vectors) and move the watermark to
+    ``last_key``; returns how many."""
     known = set(
         MemoryChunk.objects.filter(source=SESSIONS_SOURCE, hash__in=[r.hash for r in rows]).values_list(
             "hash", flat=True
         )
     )
     rows = [r for r in rows if r.hash not in known]
+    embed_rows(rows, config, report)
     with transaction.atomic():
-        MemoryChunk.objects.bulk_create(rows, batch_size=500)
+        insert_rows(rows)
         write_meta(SESSIONS_META_KEY, {**read_meta(SESSIONS_META_KEY), "lastCreatedAt": last_key[0].isoformat()})
     return len(rows)
 
