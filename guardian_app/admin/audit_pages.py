@@ -230,6 +230,7 @@ class AuditPages:
                         target_file=data["target_file"] or None,
                         apply_to_future=data["apply_to_future"],
                         pattern=data["correction_pattern"] or None,
+                        about=data["about"].strip() or None,
                     )
                 except GuardianError as exc:
                     form.add_error(None, str(exc))

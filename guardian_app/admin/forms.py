@@ -34,6 +34,12 @@ class CorrectionForm(forms.Form):
         required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 80}), help_text="The right fact, if it differs."
     )
     target_file = forms.ChoiceField(required=False, choices=file_choices_or_same)
+    about = forms.CharField(
+        required=False,
+        max_length=255,
+        label="Whose fact",
+        help_text="Re-attribute it: a person's name (MEMORY.md, the person named) or 'owner' (USER.md).",
+    )
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "cols": 80}), max_length=2000)
     apply_to_future = forms.BooleanField(
         required=False, help_text="Steer the gate and guardian with the pattern from now on."

@@ -227,6 +227,7 @@ def create_correction(request: HttpRequest, audit_id: str, payload: CorrectionIn
         target_file=payload.target_file,
         apply_to_future=payload.apply_to_future,
         pattern=payload.correction_pattern,
+        about=payload.about,
     )
     return Status(HTTPStatus.CREATED, correction)
 

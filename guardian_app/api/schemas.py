@@ -210,6 +210,12 @@ class CorrectionIn(Schema):
     apply_to_future: bool = False
     correction_pattern: str | None = Field(None, max_length=500, description="Derived from the fact when omitted.")
     corrected_by: str | None = Field(None, max_length=255, description="Defaults to the API key's name.")
+    about: str | None = Field(
+        None,
+        max_length=255,
+        pattern=NOT_BLANK,
+        description="Re-attribute the fact: a person's name (MEMORY.md, the person named) or 'owner' (USER.md).",
+    )
 
 
 class CorrectionOut(ModelSchema):

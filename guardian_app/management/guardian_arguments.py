@@ -100,6 +100,12 @@ def _add_changing(actions: _SubParsersAction) -> None:
     correct.add_argument("--reason", required=True)
     correct.add_argument("--apply-to-future", action="store_true", help="Steer the gate and guardian from now on.")
     correct.add_argument("--pattern", help="The correction pattern (default: derived from the fact).")
+    correct.add_argument(
+        "--about",
+        metavar="NAME|owner",
+        help="Whose fact it is: a person's name (MEMORY.md, the person named) or 'owner' (USER.md); the corrected "
+        "fact and file follow from it.",
+    )
     correct.add_argument("--by", default="cli")
     correct.add_argument(
         "--apply",

@@ -64,3 +64,31 @@ def route(decision: MemoryGateDecision, target_file: str, fact: str) -> Route:
     if target_file == "MEMORY.md" and (_EN_SUBJECT.match(fact) or _ZH_SUBJECT.match(fact)):
         return Route("MEMORY.md", name_the_person(fact, speaker.name), speaker=speaker.name)
     return Route(target_file, fact, speaker=speaker.name)
+
+
+OWNER = "owner"  # What a correction says to give a fact back to the workspace's owner.
+
+
+def about_the_owner(fact: str, name: str | None) -> str:
+    """``fact`` as USER.md states it, the person ``name`` taken out: "Marta lives in Madrid." → "Lives in Madrid.",
+    "Marta's wife is Clara." → "The user's wife is Clara.", "Marta住在马德里。" → "用户住在马德里。"."""
+    text = fact.strip()
+    if not name or not text.startswith(name):
+        return text
+    rest = text[len(name) :]
+    if is_cjk(rest):
+        return f"用户{rest}"
+    if rest[:2] in ("'s", "’s"):
+        return f"The user's {rest[2:].lstrip()}"
+    rest = rest.lstrip()
+    return rest[:1].upper() + rest[1:]
+
+
+def reattribute(fact: str, *, said_by: str | None, about: str) -> tuple[str, str]:
+    """``(target file, fact)`` for a fact an operator says is about ``about`` (a person's name, or ``OWNER``)
+    rather than whom the guardian took it for; ``said_by`` is the name the written fact carries, if any (the
+    turn's sender). The owner's facts go to USER.md, another person's to MEMORY.md with the person named."""
+    plain = about_the_owner(fact, said_by)
+    if about.strip().casefold() == OWNER:
+        return "USER.md", plain
+    return "MEMORY.md", name_the_person(plain, about.strip())

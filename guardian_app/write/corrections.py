@@ -8,14 +8,18 @@ it: a fact matching a ``refused`` pattern is refused. Corrections are what the d
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from django.db import transaction
 
 from guardian_app.errors import InvalidCorrection, UnknownFile
 from guardian_app.models import BehaviorCorrection, Rollback, WriteGuardianAudit
-from guardian_app.write import paths
+from guardian_app.write import attribution, paths
+from guardian_app.write.guardian import retry_write
+from guardian_app.write.rollback import rollback_write
 from reflection_site.text import CJK_RANGES, fold
 from sessions_app.heuristic_gate import correction_pattern_problem
+from sessions_app.speakers import speaker_of
 
 CORRECTED_STATUSES = ("written", "refused")
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]{{2,}}")
@@ -73,13 +77,22 @@ def correct_audit(
     target_file: str | None = None,
     apply_to_future: bool = False,
     pattern: str | None = None,
+    about: str | None = None,
 ) -> BehaviorCorrection:
     """Record the right outcome for ``audit``; with ``apply_to_future`` its pattern steers later runs.
 
+    ``about`` re-attributes the fact: a person's name, or ``"owner"`` for the workspace's owner (issue 21: whose
+    fact it is). The corrected fact and file follow from it (``attribution.reattribute``: the owner's facts in
+    USER.md, another person's in MEMORY.md with the person named) unless ``candidate_fact``/``target_file`` say
+    otherwise; ``apply_correction`` then makes it real.
+
     Raises InvalidCorrection (422): a status other than written/refused, no reason, no pattern derivable,
     a pattern that can never match or that RE2 refuses (``/(?=x)/``), a target file that is not a memory
-    file (a bank page is reflect's, written from its own facts, and the database refuses it as a target).
+    file (a bank page is reflect's, written from its own facts, and the database refuses it as a target),
+    a re-attribution of a refusal or with an empty name.
     """
+    if about is not None:
+        candidate_fact, target_file = _reattributed(audit, status, about, candidate_fact, target_file)
     status = (status or "").strip().lower()
     if status not in CORRECTED_STATUSES:
         raise InvalidCorrection(f"status must be 'written' or 'refused', not {status!r}.")
@@ -119,3 +132,50 @@ def correct_audit(
             correction_pattern=pattern,
             corrected_by=corrected_by,
         )
+
+
+def _reattributed(
+    audit: WriteGuardianAudit, status: str, about: str, fact: str | None, target_file: str | None
+) -> tuple[str, str]:
+    """The corrected fact and file of a re-attribution (``correct_audit``'s ``about``)."""
+    if not about.strip():
+        raise InvalidCorrection("Say whose fact it is (a name, or 'owner').", details={"field": "about"})
+    if (status or "").strip().lower() != "written":
+        raise InvalidCorrection(
+            "A re-attribution says where the fact belongs: its status is 'written'.", details={"field": "about"}
+        )
+    said_by = speaker_of(audit.decision.turn).name if audit.decision_id else None
+    file_for, fact_for = attribution.reattribute(audit.candidate_fact or "", said_by=said_by, about=about)
+    return (fact or "").strip() or fact_for, target_file or file_for
+
+
+@dataclass
+class AppliedCorrection:
+    rollback: Rollback | None  # the wrong write undone
+    written: WriteGuardianAudit | None  # the corrected fact's audited write
+
+    @property
+    def changed_nothing(self) -> bool:
+        return self.rollback is None and self.written is None
+
+
+def apply_correction(
+    audit: WriteGuardianAudit, correction: BehaviorCorrection, *, requested_by: str
+) -> AppliedCorrection:
+    """The correction made real, as audited writes: 1. the wrong write rolled back (a refusal, another file or
+    another fact); 2. the corrected fact written (``retry_write``) where the correction says it belongs.
+
+    Raises what ``rollback_write`` raises (a conflict with later changes: nothing is applied then).
+    """
+    target = correction.corrected_target_file or audit.target_file
+    fact = correction.corrected_candidate_fact or audit.candidate_fact
+    wrong_write = audit.status == WriteGuardianAudit.Status.WRITTEN and (
+        correction.corrected_status == "refused" or target != audit.target_file or fact != audit.candidate_fact
+    )
+    rollback = (
+        rollback_write(audit, reason=f"correction {correction.id}", requested_by=requested_by) if wrong_write else None
+    )
+    written = None
+    if correction.corrected_status == "written" and (wrong_write or audit.status != WriteGuardianAudit.Status.WRITTEN):
+        written = retry_write(audit, candidate_fact=fact, target_file=target, requested_by=requested_by)
+    return AppliedCorrection(rollback, written)

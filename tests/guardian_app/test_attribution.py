@@ -103,3 +103,77 @@ def test_another_persons_update_replaces_only_their_own_line(workspace):
     assert "Marta moved to Valencia." in memory and "Madrid" not in memory
     assert "Jon lives in Oslo." in memory
     assert "Lives in Lisbon." in (workspace / "USER.md").read_text()
+
+
+# --- Corrections re-attribute a fact (issue 21, item 3) -------------------------------------------------------
+@pytest.mark.parametrize(
+    ("fact", "said_by", "about", "expected"),
+    [
+        ("Marta lives in Madrid.", "Marta", "owner", ("USER.md", "Lives in Madrid.")),
+        ("Marta's wife is Clara.", "Marta", "owner", ("USER.md", "The user's wife is Clara.")),
+        ("Marta住在马德里。", "Marta", "owner", ("USER.md", "用户住在马德里。")),
+        ("Lives in Madrid.", None, "Marta", ("MEMORY.md", "Marta lives in Madrid.")),
+        ("Marta lives in Madrid.", "Marta", "Jon", ("MEMORY.md", "Jon lives in Madrid.")),
+        ("The user's wife is Clara.", None, "Jon", ("MEMORY.md", "Jon's wife is Clara.")),
+    ],
+)
+def test_a_fact_is_reattributed_to_the_owner_or_to_a_named_person(fact, said_by, about, expected):
+    from guardian_app.write.attribution import reattribute
+
+    assert reattribute(fact, said_by=said_by, about=about) == expected
+
+
+def test_a_correction_gives_a_misattributed_fact_back_to_the_owner_as_audited_writes(workspace):
+    """The owner wrote from a second account the guardian took for someone else: the correction names the owner,
+    and applying it removes "Marta lives in Madrid." from MEMORY.md and writes "Lives in Madrid." to USER.md."""
+    from guardian_app.write.corrections import apply_correction, correct_audit
+
+    said("Ana", "UPDATE_USER", "Likes green tea.")
+    wrong = said("Marta", "UPDATE_USER", "Lives in Madrid.")
+    assert "Marta lives in Madrid." in (workspace / "MEMORY.md").read_text()
+
+    correction = correct_audit(
+        wrong, status="written", reason="Marta is Ana's work account.", corrected_by="op", about="owner"
+    )
+    assert (correction.corrected_target_file, correction.corrected_candidate_fact) == ("USER.md", "Lives in Madrid.")
+    applied = apply_correction(wrong, correction, requested_by="op")
+
+    assert applied.rollback is not None and applied.written is not None
+    assert applied.written.status == Status.WRITTEN and applied.written.target_file == "USER.md"
+    memory = workspace / "MEMORY.md"  # The wrong write had created it: the rollback removes it again.
+    assert not memory.exists() or "Madrid" not in memory.read_text()
+    assert "Lives in Madrid." in (workspace / "USER.md").read_text()
+    wrong.refresh_from_db()
+    assert wrong.status == Status.ROLLED_BACK  # The old text stays in the file's history.
+
+
+def test_a_correction_moves_a_fact_of_another_person_out_of_user_md(workspace, settings):
+    from django.core.management import call_command
+
+    settings.WORKSPACE_OWNER_IDS = ["Ana"]
+    wrong = said(None, "UPDATE_USER", "Works at Revolut.")  # No sender on the turn: taken for the owner's.
+    assert "Works at Revolut." in (workspace / "USER.md").read_text()
+
+    call_command(
+        "guardian", "correct", wrong.id, "--status", "written", "--about", "Jon", "--reason", "Jon said it.", "--apply"
+    )
+
+    user = workspace / "USER.md"
+    assert not user.exists() or "Revolut" not in user.read_text()
+    assert "Jon works at Revolut." in (workspace / "MEMORY.md").read_text()
+
+
+def test_a_reattribution_through_the_api_records_where_the_fact_belongs(workspace, client_for):
+    wrong = said("Marta", "UPDATE_USER", "Lives in Madrid.")
+    url = reverse("api:correct_audit", args=[wrong.id])
+    response = client_for("annotate").post(
+        url, {"status": "written", "reason": "It is the owner's.", "about": "owner"}, content_type="application/json"
+    )
+    assert response.status_code == HTTPStatus.CREATED, response.content
+    assert response.json()["corrected_target_file"] == "USER.md"
+    assert response.json()["corrected_candidate_fact"] == "Lives in Madrid."
+    refused = client_for("annotate").post(
+        url, {"status": "refused", "reason": "x", "about": "owner"}, content_type="application/json"
+    )
+    assert refused.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert refused.json()["error"]["details"] == {"field": "about"}

@@ -17,7 +17,7 @@ from guardian_app.management.guardian_arguments import add_arguments
 from guardian_app.models import WriteGuardianAudit
 from guardian_app.queries import audit_record, file_history, list_audits
 from guardian_app.write import history, locks, workspace
-from guardian_app.write.corrections import correct_audit
+from guardian_app.write.corrections import apply_correction, correct_audit
 from guardian_app.write.guardian import retry_write
 from guardian_app.write.recovery import sweep_pending_decisions
 from guardian_app.write.rollback import LineChange, preview_rollback, rollback_write
@@ -275,6 +275,7 @@ class Command(BaseCommand):
             target_file=options["file"],
             apply_to_future=options["apply_to_future"],
             pattern=options["pattern"],
+            about=options["about"],
         )
         pattern = (
             f" (applies to future facts matching {correction.correction_pattern!r})"
@@ -291,31 +292,22 @@ class Command(BaseCommand):
         self._apply_correction(audit, correction, by=options["by"])
 
     def _apply_correction(self, audit: WriteGuardianAudit, correction: Any, *, by: str) -> None:
-        """The correction made real: the wrong write rolled back, the right fact written, each audited."""
-        target = correction.corrected_target_file or audit.target_file
-        fact = correction.corrected_candidate_fact or audit.candidate_fact
-        wrong_write = audit.status == WriteGuardianAudit.Status.WRITTEN and (
-            correction.corrected_status == "refused" or target != audit.target_file or fact != audit.candidate_fact
-        )
-        if wrong_write:
-            try:
-                rollback = rollback_write(audit, reason=f"correction {correction.id}", requested_by=by)
-            except GuardianError as exc:
-                raise CommandError(
-                    f"the write could not be rolled back, so nothing was applied: {exc.message}"
-                ) from exc
-            self.stdout.write(f"Rolled back {audit.id} from {audit.target_file}: {rollback.change.summary()}.")
-            self._print_change(rollback.change)
-        if correction.corrected_status == "written" and (
-            wrong_write or audit.status != WriteGuardianAudit.Status.WRITTEN
-        ):
-            done = retry_write(audit, candidate_fact=fact, target_file=target, requested_by=by)
+        """The correction made real (``apply_correction``): the wrong write rolled back, the right fact written."""
+        try:
+            applied = apply_correction(audit, correction, requested_by=by)
+        except GuardianError as exc:
+            raise CommandError(f"the write could not be rolled back, so nothing was applied: {exc.message}") from exc
+        if applied.rollback is not None:
+            self.stdout.write(f"Rolled back {audit.id} from {audit.target_file}: {applied.rollback.change.summary()}.")
+            self._print_change(applied.rollback.change)
+        if applied.written is not None:
+            done = applied.written
             self.stdout.write(
                 f"Wrote the corrected fact to {done.target_file}: audit {done.id} {done.status}"
                 + (f" ({done.reason})" if done.reason else "")
                 + "."
             )
-        elif not wrong_write:
+        elif applied.rollback is None:
             self.stdout.write(f"Nothing to apply: {audit.target_file} already holds what the correction says.")
 
     # --- history / export -----------------------------------------------------------------------
