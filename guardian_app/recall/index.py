@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
@@ -61,10 +62,11 @@ from guardian_app.recall.storage import (
     write_meta,
 )
 from guardian_app.recall.transcripts import SESSIONS_META_KEY, index_sessions
+from guardian_app.recall.vec_table import VEC_META_KEY, database_file, ensure_vector_queue, sync_vector_table
 from guardian_app.recall.vectors import matrix_dir, save_vector_matrix
 from guardian_app.recall.writer import ChunkWriter, FileChange
 from reflection_site import memory_files
-from reflection_site.celery import send
+from reflection_site.celery import enqueue_on_commit, send
 
 logger = logging.getLogger(__name__)
 
@@ -246,6 +248,19 @@ def _embed_pending(report: IndexReport) -> None:
         write_meta(META_KEY, wanted)
 
 
+def _sync_vectors(*, rebuild: bool) -> None:
+    """Bring sqlite-vec's vec0 table in step (SQLite with a database file only); skipped when it already is."""
+    config = current_config()
+    if config is None or database_file() is None:
+        return
+    if not rebuild and read_meta(VEC_META_KEY).get("generation") == index_generation():
+        return
+    try:
+        sync_vector_table(config.label, rebuild=rebuild)
+    except Exception as exc:  # noqa: BLE001 - a busy database or a broken extension: recall uses NumPy meanwhile.
+        logger.warning("recall index: could not update the vec0 table: %s", exc)
+
+
 def _save_vector_matrix() -> None:
     """Full runs (the minute beat, the CLI) leave the current generation's vector matrix on disk for recall's
     first query to map; a re-index of one file does not (at 100k chunks the save reads every vector)."""
@@ -311,6 +326,7 @@ def index_workspace(
     root = Path(settings.WORKSPACE_DIR).resolve()
     with index_lock():
         ensure_search_schema()
+        queue_repaired = ensure_vector_queue()
         meta = read_meta()
         params = _chunking_params()
         rechunk = rebuild or any(meta.get(k) != v for k, v in params.items())
@@ -336,13 +352,54 @@ def index_workspace(
         _embed_pending(report)
         if report.changed or report.files_removed or rechunk:
             bump_generation()
-
+        _sync_vectors(rebuild=rechunk or queue_repaired)
         if paths is None:
             _save_vector_matrix()
     report.took_ms = (time.perf_counter() - started) * 1000
     if report.changed or report.files_removed:
         logger.info("recall index: %s", report.summary())
     return report
+
+
+# --- Conversations as they arrive ---------------------------------------------------------------------------
+TRANSCRIPTS_PENDING_KEY = "recall:transcripts-index-pending"
+TRANSCRIPTS_PENDING_S = 60  # A lost message holds new asks off for this long at most; the minute beat covers it.
+
+
+def index_new_turns() -> IndexReport:
+    """Index the conversation turns stored since the last run, and nothing else (no workspace file is looked at):
+    the delta that ``run_transcript_index`` runs soon after the gate decides on a turn."""
+    started = time.perf_counter()
+    report = IndexReport()
+    with index_lock():
+        ensure_search_schema()
+        queue_repaired = ensure_vector_queue()
+        index_sessions(report)
+        _embed_pending(report)
+        if report.changed:
+            bump_generation()
+        _sync_vectors(rebuild=queue_repaired)
+    report.took_ms = (time.perf_counter() - started) * 1000
+    return report
+
+
+def enqueue_transcript_index() -> bool:
+    """Ask a worker to index the new turns, unless an ask is already pending (one task for a burst of turns,
+    not one a turn); returns whether it asked. The pending mark is a cache key the task clears when it starts."""
+    try:
+        if not cache.add(TRANSCRIPTS_PENDING_KEY, 1, timeout=TRANSCRIPTS_PENDING_S):
+            return False
+    except Exception as exc:  # noqa: BLE001 - a cache outage: ask anyway (the task is idempotent and cheap).
+        logger.warning("recall index: cache unavailable for the transcript index's pending mark: %s", exc)
+    enqueue_on_commit("guardian_app.tasks.run_transcript_index")
+    return True
+
+
+def clear_transcript_index_pending() -> None:
+    try:
+        cache.delete(TRANSCRIPTS_PENDING_KEY)
+    except Exception as exc:  # noqa: BLE001 - the mark expires by itself.
+        logger.warning("recall index: could not clear the transcript index's pending mark: %s", exc)
 
 
 def index_status() -> dict:

@@ -1,6 +1,8 @@
 """Recall's vector search (on by default: the local in-wheel model, or an endpoint): cosine similarity over the
 per-process NumPy matrix of the index's vectors (one read per index generation, or mapped from the files the index
-run saved), the filters as a mask; above ``RECALL_BRUTE_FORCE_MAX_CHUNKS`` on SQLite, sqlite-vec on the database file.
+run saved), the filters as a mask; above ``RECALL_BRUTE_FORCE_MAX_CHUNKS`` on SQLite, sqlite-vec's ``vec0`` KNN table
+(``guardian_app.recall.vec_table``), which needs no per-process matrix. At 100k vectors NumPy answers in a third of
+vec0's time (BENCHMARKS.md), so the matrix serves indexes up to that limit.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django.db import connection
 from guardian_app.models import MemoryChunk
 from guardian_app.recall.rows import Filters, as_datetime
 from guardian_app.recall.storage import index_generation
+from guardian_app.recall.vec_table import knn_search, vec_connection, vector_table_ready
 
 logger = logging.getLogger(__name__)
 
@@ -151,80 +154,22 @@ def _allowed(matrix: _Matrix, filters: Filters) -> np.ndarray | None:
     return mask
 
 
-# sqlite-vec: this Python's sqlite3 module cannot load extensions (pyenv builds it without), so the extension
-# is loaded into a second, read-only connection to the same database file opened with pysqlite3 (its own
-# SQLite build, with extension loading). It reads what the index committed, which is all recall needs.
-_vec = threading.local()
-_vec_state: dict[str, Any] = {}
-
-
-def _vec_connect(uri: str) -> Any:  # pysqlite3.dbapi2.Connection
-    # Imported here: where their wheels are missing, sqlite_vec_available() catches the ImportError (NumPy instead).
-    import pysqlite3.dbapi2 as vec_sqlite
-    import sqlite_vec
-
-    conn = vec_sqlite.connect(uri, uri=True, check_same_thread=False)
-    conn.enable_load_extension(True)
-    try:
-        sqlite_vec.load(conn)
-    finally:
-        conn.enable_load_extension(False)
-    conn.execute("PRAGMA busy_timeout = 5000")
-    return conn
-
-
-def sqlite_vec_available() -> bool:
-    """Whether sqlite-vec loads (into a pysqlite3 connection); tried once per process, a failure logged once."""
-    if "ok" not in _vec_state:
-        try:
-            version = _vec_connect("file::memory:").execute("SELECT vec_version()").fetchone()[0]
-            _vec_state["ok"], _vec_state["version"] = True, version
-        except Exception as exc:  # noqa: BLE001 - no pysqlite3 wheel or no extension binary here: NumPy instead.
-            logger.warning("sqlite-vec is not available (%s); vectors are compared with NumPy", exc)
-            _vec_state["ok"] = False
-    return _vec_state["ok"]
-
-
-def _vec_connection() -> Any | None:
-    """This thread's sqlite-vec connection to the Django database's file, or None (in-memory or no extension)."""
-    name = str(connection.settings_dict.get("NAME") or "")
-    if connection.vendor != "sqlite" or not name or ":memory:" in name or "mode=memory" in name:
-        return None
-    if not sqlite_vec_available():
-        return None
-    conns: dict[str, Any] = getattr(_vec, "conns", None) or {}
-    _vec.conns = conns
-    if name not in conns:
-        conns[name] = _vec_connect(Path(name).resolve().as_uri() + "?mode=ro")
-    return conns[name]
-
-
-def sqlite_vec_search(conn: Any, query: np.ndarray, label: str, filters: Filters, limit: int) -> dict[int, float]:
-    """``{chunk id: cosine}`` by sqlite-vec's ``vec_distance_cosine`` over ``memory_index_chunks`` on ``conn``."""
-    where, params = filters.sql("c")
-    where = where.replace("%s", "?").replace("%%", "%")
-    blob = np.asarray(query, dtype=np.float32).tobytes()
-    rows = conn.execute(
-        "SELECT c.id, 1 - vec_distance_cosine(c.embedding, ?) AS similarity FROM memory_index_chunks c "
-        f"WHERE c.model = ? AND c.embedding IS NOT NULL AND length(c.embedding) = ?{where} "
-        "ORDER BY similarity DESC LIMIT ?",
-        [blob, label, len(blob), *params, limit],
-    ).fetchall()
-    return {int(i): float(sim) for i, sim in rows}
-
-
 _vector_counts: dict[tuple, int] = {}
 
 
-def _use_sqlite_vec(label: str) -> Any | None:
-    """The sqlite-vec connection when the index holds more vectors than NumPy should keep per process."""
+def _use_vec_table(label: str, dims: int) -> Any | None:
+    """sqlite-vec's connection when the index holds more vectors than NumPy should keep per process
+    (``RECALL_BRUTE_FORCE_MAX_CHUNKS``) and its vec0 table is in step with this generation; else None (NumPy)."""
     key = (str(connection.settings_dict.get("NAME")), index_generation(), label)
     if key not in _vector_counts:
         _vector_counts.clear()
         _vector_counts[key] = MemoryChunk.objects.filter(model=label).count()
     if _vector_counts[key] <= settings.RECALL_BRUTE_FORCE_MAX_CHUNKS:
         return None
-    return _vec_connection()
+    conn = vec_connection()
+    if conn is None or not vector_table_ready(conn, label, dims):
+        return None
+    return conn
 
 
 def vector_search(query_vector: np.ndarray, label: str, filters: Filters, limit: int) -> dict[int, float]:
@@ -235,9 +180,9 @@ def vector_search(query_vector: np.ndarray, label: str, filters: Filters, limit:
         return {}
     query = query / norm
     if connection.vendor == "sqlite":
-        vec = _use_sqlite_vec(label)
+        vec = _use_vec_table(label, query.size)
         if vec is not None:
-            return sqlite_vec_search(vec, query, label, filters, limit)
+            return knn_search(vec, query, filters, limit)
     matrix = _matrix(label)
     if matrix is None or matrix.vectors.shape[1] != query.size:
         return {}

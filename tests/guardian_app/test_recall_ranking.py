@@ -20,7 +20,7 @@ from guardian_app.recall.index import index_workspace
 from guardian_app.recall.ranking import boost_factor, merge_scores
 from guardian_app.recall.recall import recall, record_hits
 from guardian_app.recall.rows import Filters
-from guardian_app.recall.vectors import sqlite_vec_available, vector_search
+from guardian_app.recall.vectors import vector_search
 
 pytestmark = pytest.mark.django_db
 
@@ -310,70 +310,7 @@ def test_transient_errors_are_retried_by_the_sdk(embeddings, monkeypatch):
     assert len(embedding_requests(embeddings)) == 2
 
 
-# --- sqlite-vec --------------------------------------------------------------------------------------------------
-def test_sqlite_vec_loads_in_this_python():
-    """The extension really loads (through pysqlite3: the project's sqlite3 module cannot load extensions)."""
-    assert sqlite_vec_available() is True
-    assert vectors_module._vec_state["version"].startswith("v0.1.")
-
-
-def _vector_db(path: Path, vectors: np.ndarray, label: str) -> None:
-    """A database file with the index's columns that sqlite-vec searches, written by the stdlib sqlite3."""
-    import sqlite3
-
-    with sqlite3.connect(path) as db:
-        db.execute(
-            "CREATE TABLE memory_index_chunks (id INTEGER PRIMARY KEY, embedding BLOB, model TEXT, path TEXT, "
-            "kind TEXT, timestamp TEXT, entity_keys TEXT)"
-        )
-        db.executemany(
-            "INSERT INTO memory_index_chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (i + 1, v.tobytes(), label, f"memory/2026-01-{i % 28 + 1:02d}.md", None, "2026-01-01 00:00:00", "")
-                for i, v in enumerate(vectors)
-            ]
-            + [(len(vectors) + 1, vectors[0].tobytes(), "other-model", "USER.md", None, "2026-01-01 00:00:00", "")],
-        )
-
-
-def test_the_real_sqlite_vec_ranks_like_numpy(tmp_path):
-    texts = [
-        f"Fact {i}: the {w} is kept in the {p}."
-        for i, (w, p) in enumerate(
-            [
-                ("passport", "drawer"),
-                ("bicycle", "garage"),
-                ("wine", "cellar"),
-                ("ledger", "office"),
-                ("boat", "harbour"),
-            ]
-            * 8
-        )
-    ]
-    vectors = load_local_embedder().embed(texts)
-    _vector_db(tmp_path / "v.db", vectors, "m")
-    conn = vectors_module._vec_connect((tmp_path / "v.db").as_uri() + "?mode=ro")
-    query = load_local_embedder().embed(["where is the bike stored?"])[0]
-    got = vectors_module.sqlite_vec_search(conn, query, "m", Filters(), 5)
-    scores = vectors @ query
-    expected = {int(i) + 1: float(scores[i]) for i in np.argsort(-scores)[:5]}
-    assert list(got) == list(expected)  # Same order, and the other model's row is never compared.
-    assert got == pytest.approx(expected, abs=1e-5)
-    only_day_one = vectors_module.sqlite_vec_search(conn, query, "m", Filters(file="memory/2026-01-01.md"), 5)
-    assert set(only_day_one) == {1, 29}  # The keyword search's filter SQL, run by the extension's connection.
-
-
-def test_above_the_brute_force_limit_recall_uses_sqlite_vec_on_the_database_file(tmp_path, settings, monkeypatch):
-    vectors = load_local_embedder().embed(["the wine is in the cellar", "the boat is in the harbour"])
-    _vector_db(tmp_path / "v.db", vectors, "m")
-    conn = vectors_module._vec_connect((tmp_path / "v.db").as_uri() + "?mode=ro")
-    settings.RECALL_BRUTE_FORCE_MAX_CHUNKS = -1  # The Django test database (in memory) holds no vector.
-    monkeypatch.setattr(vectors_module, "_vec_connection", lambda: conn)
-    monkeypatch.setattr(vectors_module, "index_generation", lambda: "g")
-    if connection.vendor != "sqlite":
-        pytest.skip("sqlite-vec serves SQLite; PostgreSQL uses NumPy (pgvector is not in Debian 12's packages)")
-    got = vector_search(load_local_embedder().embed(["boats"])[0], "m", Filters(), 1)
-    assert list(got) == [2]
+# sqlite-vec's vec0 table: tests/guardian_app/test_vec_table.py
 
 
 def test_after_a_query_embedding_failure_recall_stops_waiting_for_the_endpoint(
