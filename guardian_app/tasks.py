@@ -18,7 +18,7 @@ from guardian_app.errors import FileBusy, GuardianError
 from guardian_app.learning.decay import decay_learning
 from guardian_app.models import ReflectRun
 from guardian_app.recall.embeddings import prune_embedding_cache
-from guardian_app.recall.index import index_workspace
+from guardian_app.recall.index import clear_transcript_index_pending, index_new_turns, index_workspace
 from guardian_app.reflect.projection import daily_projection_is_on, project
 from guardian_app.reflect.reflect import execute_run, mark_failed, resume_interrupted, start_run, sweep_queued_runs
 from guardian_app.reflect.reports import deliver, mark_delivery_failed, queue_delivery
@@ -223,3 +223,10 @@ def resume_jobs_at_worker_start(sender: object = None, **kwargs: object) -> None
         run_resume_jobs.delay()
     except Exception as exc:  # noqa: BLE001 - the resume sweep of the beat catches up.
         logger.warning("could not enqueue the resume of interrupted jobs: %s", exc)
+
+
+@shared_task
+def run_transcript_index() -> str:
+    """Index the conversation turns stored since the last run (asked for after the gate's decisions)."""
+    clear_transcript_index_pending()
+    return index_new_turns().summary()

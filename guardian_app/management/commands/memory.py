@@ -125,14 +125,15 @@ class Command(BaseCommand):
         width = max(60, shutil.get_terminal_size((120, 20)).columns)
         sources = [r.source for r in answer.results]
         source_width = min(40, max(len(s) for s in sources))
-        self.stdout.write(f"{'#':>3} {'SCORE':>7} {'SOURCE':<{source_width}} {'KIND':<11} CONTENT")
+        self.stdout.write(f"{'#':>3} {'SCORE':>7} {'SOURCE':<{source_width}} {'FROM':<10} {'KIND':<11} CONTENT")
         for rank, result in enumerate(answer.results, start=1):
             content = " ".join(result.content.split())
-            room = max(20, width - source_width - 26)
+            room = max(20, width - source_width - 37)
             if len(content) > room:
                 content = content[: room - 1] + "…"
             self.stdout.write(
-                f"{rank:>3} {result.score:>7.3f} {result.source:<{source_width}} {(result.kind or '-'):<11} {content}"
+                f"{rank:>3} {result.score:>7.3f} {result.source:<{source_width}} {result.origin:<10} "
+                f"{(result.kind or '-'):<11} {content}"
             )
         self.stdout.write(f"{len(answer.results)} result(s), {answer.mode}, {answer.took_ms:.1f} ms")
 
