@@ -62,7 +62,8 @@ from guardian_app.recall.storage import (
     write_meta,
 )
 from guardian_app.recall.transcripts import SESSIONS_META_KEY, index_sessions
-from guardian_app.recall.vec_table import VEC_META_KEY, database_file, ensure_vector_queue, sync_vector_table
+from guardian_app.recall.vec_sync import VEC_META_KEY
+from guardian_app.recall.vec_table import database_file, ensure_vector_queue, sync_vector_table
 from guardian_app.recall.vectors import matrix_dir, save_vector_matrix
 from guardian_app.recall.writer import ChunkWriter, FileChange
 from reflection_site import memory_files
@@ -352,8 +353,8 @@ def index_workspace(
         _embed_pending(report)
         if report.changed or report.files_removed or rechunk:
             bump_generation()
-        _sync_vectors(rebuild=rechunk or queue_repaired)
-        if paths is None:
+        if paths is None:  # A one-file re-index leaves it to the next full run (NumPy answers meanwhile).
+            _sync_vectors(rebuild=rechunk or queue_repaired)
             _save_vector_matrix()
     report.took_ms = (time.perf_counter() - started) * 1000
     if report.changed or report.files_removed:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -28,13 +30,14 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
+from guardian_app.errors import GuardianError
 from guardian_app.recall.rows import Filters
 from guardian_app.recall.storage import index_generation
+from guardian_app.recall.vec_sync import VEC_TABLE, read_state, sync, vec_connect
 
 logger = logging.getLogger(__name__)
 
-VEC_TABLE = "memory_index_chunks_vec"
-VEC_META_KEY = "vector_table"
+SYNC_TIMEOUT_S = 600
 QUEUE_SQL = [
     "CREATE TABLE IF NOT EXISTS memory_index_vec_queue (chunk_id INTEGER PRIMARY KEY)",
     """CREATE TRIGGER IF NOT EXISTS memory_index_vec_queue_ad AFTER DELETE ON memory_index_chunks BEGIN
@@ -46,26 +49,14 @@ QUEUE_SQL = [
     END""",
 ]
 QUEUE_OBJECTS = {"memory_index_vec_queue", "memory_index_vec_queue_ad", "memory_index_vec_queue_au"}
-_READ_BATCH = 2000
+
+
+class VectorTableError(GuardianError):
+    """The vec0 table's writer process failed (recall uses NumPy until a later index run succeeds)."""
+
 
 _vec = threading.local()
 _vec_state: dict[str, Any] = {}
-
-
-def vec_connect(uri: str) -> Any:  # pysqlite3.dbapi2.Connection
-    """A pysqlite3 connection with sqlite-vec loaded (``uri``: a ``file:`` URI, ``?mode=ro`` for reading)."""
-    # Imported here: where their wheels are missing, sqlite_vec_available() catches the ImportError (NumPy instead).
-    import pysqlite3.dbapi2 as vec_sqlite
-    import sqlite_vec
-
-    conn = vec_sqlite.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
-    conn.enable_load_extension(True)
-    try:
-        sqlite_vec.load(conn)
-    finally:
-        conn.enable_load_extension(False)
-    conn.execute("PRAGMA busy_timeout = 5000")
-    return conn
 
 
 def sqlite_vec_available() -> bool:
@@ -116,111 +107,40 @@ def ensure_vector_queue() -> bool:
     return True
 
 
-def _read_state(conn: Any) -> dict:
-    row = conn.execute("SELECT value FROM memory_index_meta WHERE key = ?", [VEC_META_KEY]).fetchone()
-    try:
-        return json.loads(row[0]) if row else {}
-    except ValueError:
-        return {}
-
-
-def _insert_vectors(conn: Any, where: str, params: list, label: str, dims: int) -> int:
-    """Copy the chunks selected by ``where`` that have a vector of ``label`` and ``dims`` into the table."""
-    cursor = conn.execute(
-        "SELECT id, embedding, CAST(strftime('%s', timestamp) AS INTEGER), "
-        "(path LIKE 'memory/%' OR source = 'sessions') FROM memory_index_chunks "
-        f"WHERE model = ? AND length(embedding) = ? AND {where}",
-        [label, dims * 4, *params],
-    )
-    added = 0
-    while rows := cursor.fetchmany(_READ_BATCH):
-        conn.executemany(f"INSERT INTO {VEC_TABLE}(chunk_id, embedding, ts, dated) VALUES (?, ?, ?, ?)", rows)
-        added += len(rows)
-    return added
-
-
-def _apply_queue(conn: Any, label: str, dims: int, high_water: int) -> int:
-    """Delete the queued chunks' vectors and copy back those that still exist (changed in place)."""
-    queued = [row[0] for row in conn.execute("SELECT chunk_id FROM memory_index_vec_queue")]
-    for start in range(0, len(queued), 500):
-        part = queued[start : start + 500]
-        marks = ", ".join("?" * len(part))
-        conn.execute(f"DELETE FROM {VEC_TABLE} WHERE chunk_id IN ({marks})", part)
-        _insert_vectors(conn, f"id IN ({marks}) AND id <= ?", [*part, high_water], label, dims)
-    conn.execute("DELETE FROM memory_index_vec_queue")
-    return len(queued)
-
-
 def sync_vector_table(label: str, *, rebuild: bool = False, conn: Any | None = None) -> dict | None:
     """Bring ``memory_index_chunks_vec`` in step with the chunks' vectors of ``label``; returns its state, or None
-    when there is no database file, no sqlite-vec or no vector. Call with no write transaction open on Django's
-    connection (the writer is another connection)."""
-    own = conn is None
-    if own:
-        name = database_file()
-        if name is None or connection.in_atomic_block or not sqlite_vec_available():
-            return None
-        conn = vec_connect(Path(name).resolve().as_uri())
-    try:
-        return _sync(conn, label, rebuild=rebuild)
-    finally:
-        if own:
-            conn.close()
+    when there is no database file, no sqlite-vec or no vector.
 
-
-def _sync(conn: Any, label: str, *, rebuild: bool) -> dict | None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        size = conn.execute("SELECT length(embedding) FROM memory_index_chunks WHERE model = ? LIMIT 1", [label])
-        row = size.fetchone()
-        generation = conn.execute("SELECT value FROM memory_index_meta WHERE key = 'index_generation'").fetchone()
-        if row is None or not row[0]:
-            conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
-            conn.execute("DELETE FROM memory_index_vec_queue")
-            conn.execute("DELETE FROM memory_index_meta WHERE key = ?", [VEC_META_KEY])
-            conn.execute("COMMIT")
-            return None
-        dims = row[0] // 4
-        state = _read_state(conn)
-        exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", [VEC_TABLE]).fetchone() is not None
-        queued = conn.execute("SELECT count(*) FROM memory_index_vec_queue").fetchone()[0]
-        rebuild = rebuild or not exists or state.get("label") != label or state.get("dims") != dims
-        rebuild = rebuild or queued > max(1000, state.get("rows", 0) // 2)
-        high_water = 0 if rebuild else int(state.get("highWater", 0))
-        if rebuild:
-            conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
-            conn.execute(
-                f"CREATE VIRTUAL TABLE {VEC_TABLE} USING vec0(chunk_id integer primary key, "
-                f"embedding float[{dims}] distance_metric=cosine, ts integer, dated integer)"
-            )
-            conn.execute("DELETE FROM memory_index_vec_queue")
-        else:
-            _apply_queue(conn, label, dims, high_water)
-        _insert_vectors(conn, "id > ?", [high_water], label, dims)
-        top = conn.execute("SELECT coalesce(max(id), 0) FROM memory_index_chunks").fetchone()[0]
-        rows = conn.execute(f"SELECT count(*) FROM {VEC_TABLE}_rowids").fetchone()[0]
-        state = {
-            "label": label,
-            "dims": dims,
-            "highWater": max(top, high_water),
-            "rows": rows,
-            "generation": generation[0] if generation else "",
-        }
-        conn.execute(
-            "INSERT INTO memory_index_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            [VEC_META_KEY, json.dumps(state, sort_keys=True)],
+    Without ``conn`` it runs in a process of its own (``python -m guardian_app.recall.vec_sync``): this process's
+    Django connection uses the stdlib's SQLite and sqlite-vec needs pysqlite3's, and two copies of SQLite in one
+    process must not write one file (closing either's file descriptor drops the other's POSIX locks: sqlite.org's
+    "How To Corrupt An SQLite Database File", 2.2.1). Call it with no transaction open on Django's connection.
+    """
+    if conn is not None:
+        return sync(conn, label, rebuild=rebuild)
+    name = database_file()
+    if name is None or connection.in_atomic_block or not sqlite_vec_available():
+        return None
+    command = [sys.executable, "-m", "guardian_app.recall.vec_sync", str(Path(name).resolve()), label]
+    done = subprocess.run(
+        [*command, *(["--rebuild"] if rebuild else [])],
+        capture_output=True,
+        text=True,
+        timeout=SYNC_TIMEOUT_S,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    if done.returncode != 0:
+        raise VectorTableError(
+            done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
         )
-        conn.execute("COMMIT")
-        return state
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    return json.loads(done.stdout) if done.stdout.strip() else None
 
 
 # --- Searching ----------------------------------------------------------------------------------------------------
 def vector_table_ready(conn: Any, label: str, dims: int) -> bool:
     """Whether the table holds this model's vectors at the current index generation (else: NumPy)."""
-    state = _read_state(conn)
+    state = read_state(conn)
     return state.get("label") == label and state.get("dims") == dims and state.get("generation") == index_generation()
 
 

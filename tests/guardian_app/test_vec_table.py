@@ -12,6 +12,7 @@ import datetime as dt
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -171,3 +172,21 @@ def test_recall_uses_the_vec0_table_above_the_limit_and_only_when_it_is_in_step(
 
 def test_without_a_database_file_nothing_is_built():
     assert sync_vector_table("local/x") is None  # The test database is in memory: NumPy serves it.
+
+
+def test_the_writer_runs_in_a_process_of_its_own(indexed, tmp_path, monkeypatch):
+    """Two copies of SQLite in one process must not write one file: the sync is ``python -m …vec_sync``."""
+    import subprocess
+
+    from guardian_app.recall import vec_table
+
+    conn = file_copy(tmp_path)
+    conn.close()
+    monkeypatch.setattr(vec_table, "database_file", lambda: str(tmp_path / "copy.db"))
+    monkeypatch.setattr(vec_table, "connection", SimpleNamespace(in_atomic_block=False))  # The test runs in one.
+    commands: list[list[str]] = []
+    real_run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda command, **kw: commands.append(command) or real_run(command, **kw))
+    state = sync_vector_table(indexed)
+    assert commands and commands[0][1:3] == ["-m", "guardian_app.recall.vec_sync"]
+    assert state is not None and state["rows"] == 25
