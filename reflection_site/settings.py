@@ -6,18 +6,23 @@ Code reads ``settings.NAME``; ``env(...)`` appears in this module only.
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import datetime as dt
-import hashlib
 import os
-import re
-import secrets
 import sys
 from pathlib import Path
 
 import environ
 from csp import constants as csp_constants
+
+from reflection_site.startup import (
+    filesystem_broker_options,
+    inline_style_hashes,
+    prepare_data_dir,
+    prepare_sqlite_file,
+    secret_key,
+    sqlite_options,
+    use_the_running_instance,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -25,93 +30,26 @@ env = environ.Env()
 if (BASE_DIR / ".env").is_file():
     environ.Env.read_env(BASE_DIR / ".env")
 
-
-def _use_the_running_instance(pointer: Path) -> None:
-    """``make run`` writes ``var/run.env`` while it runs (WORKSPACE_DIR, and DATABASE_URL/REDIS_URL when it was given
-    them). A ``manage.py`` command started in another terminal without WORKSPACE_DIR takes the values it lacks from
-    there, and says so on stderr, instead of creating a database of its own under var/ (issue 16: an API key created
-    that way was unknown to the running service). A file left by a run that was killed names a dead process and
-    is ignored."""
-    try:
-        values = dict(
-            line.split("=", 1) for line in pointer.read_text().splitlines() if "=" in line and not line.startswith("#")
-        )
-        os.kill(int(values.pop("REFLECTION_RUN_PID")), 0)
-    except (OSError, KeyError, ValueError):
-        return  # No run, or not a live one.
-    for name, value in values.items():
-        os.environ.setdefault(name, value)
-    sys.stderr.write(f"Using the data of the running `make run`: {os.environ.get('WORKSPACE_DIR')} ({pointer})\n")
-
-
 if "WORKSPACE_DIR" not in os.environ and Path(sys.argv[0]).name == "manage.py":
-    _use_the_running_instance(BASE_DIR / "var" / "run.env")
+    use_the_running_instance(BASE_DIR / "var" / "run.env")  # issue 16
 
 # --- Workspace and data dir (seed: <workspaceDir>/.openclaw-reflection/) --------------------------
 # workspaceDir
 WORKSPACE_DIR = Path(env.str("WORKSPACE_DIR", default=str(BASE_DIR / "var" / "workspace"))).resolve()
-# The owner's sender ids (user_message.from, or <channel_id>:<from>), comma-separated: the person USER.md
-# describes. Empty: the first sender seen, stored and changeable in the admin (issue 21).
+# The sender ids of the person USER.md describes; empty: the first sender seen, changeable in the admin (issue 21).
 WORKSPACE_OWNER_IDS = env.list("WORKSPACE_OWNER_IDS", default=[])
 # storage.sqlite.dbPath lives here, beside exports/.
 DATA_DIR = WORKSPACE_DIR / ".openclaw-reflection"
-DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
-
-
-def _owner_only(path: Path, mode: int) -> None:
-    """Tighten a file or folder of ours to ``mode`` (0700/0600): the data dir holds the database, the secret key
-    and the exports (with PII unless redacted), and a folder made 0755 by an older release kept them readable."""
-    try:
-        st = path.stat()
-        if st.st_uid == os.geteuid() and st.st_mode & 0o777 != mode:
-            os.chmod(path, mode)
-    except OSError:  # Absent, or not ours: nothing to tighten.
-        pass
-
-
-# Owner only: whatever is created inside (the database and its WAL, broker messages, exports, locks, the cache) is
-# out of other users' reach whatever the process umask, which stays the operator's for the memory files.
-_owner_only(DATA_DIR, 0o700)
-
-
-def _ignored_by_git(folder: Path) -> None:
-    """A ``.gitignore`` of ``*`` in the data dir, written on every start while missing: OpenClaw git-inits its
-    workspace and advises ``git add .``, which must never commit the database or the secret key."""
-    try:
-        fd = os.open(folder / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return
-    with os.fdopen(fd, "w") as fh:
-        fh.write("# Reflection's data (database, secret key, exports): never committed with the workspace.\n*\n")
-
-
-_ignored_by_git(DATA_DIR)
-# Which files the agent reads (reflection_site/memory_files.py): "openclaw" (current OpenClaw: tool facts
-# under AGENTS.md "## Tools", USER.md <= 4,000 and MEMORY.md <= 20,000 characters, pages under memory/) or
-# "seed" (the seed's five files, TOOLS.md included).
+prepare_data_dir(DATA_DIR)  # 0700 and a .gitignore of *: never readable by others, never committed
+# Which files the agent reads, "openclaw" or "seed" (reflection_site/memory_files.py; README, Workspace profiles).
 WORKSPACE_PROFILE = env.str("WORKSPACE_PROFILE", default="openclaw")
 if WORKSPACE_PROFILE not in ("seed", "openclaw"):
     raise environ.ImproperlyConfigured(f"WORKSPACE_PROFILE must be seed or openclaw, not {WORKSPACE_PROFILE!r}")
 # OpenClaw's agents.defaults.bootstrapMaxChars: what it loads of each bootstrap file (USER.md: 4,000 at most).
 OPENCLAW_BOOTSTRAP_MAX_CHARS = env.int("OPENCLAW_BOOTSTRAP_MAX_CHARS", default=20_000)
 
-
-def _secret_key() -> str:
-    """Generated once and kept in the data dir (mode 600), never a constant in the repository."""
-    path = DATA_DIR / "secret_key"
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        key = secrets.token_urlsafe(50)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(key)
-        return key
-    except OSError:  # Another process created it between our read and write.
-        return path.read_text().strip()
-
-
-SECRET_KEY = env.str("SECRET_KEY", default="") or _secret_key()
+# Generated once and kept in the data dir (mode 600), never a constant in the repository.
+SECRET_KEY = env.str("SECRET_KEY", default="") or secret_key(DATA_DIR / "secret_key")
 DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -184,30 +122,15 @@ SQLITE_PATH = DATA_DIR / "reflection.db"  # storage.sqlite.dbPath
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
 DATABASE_IS_SQLITE = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
 if DATABASE_IS_SQLITE:
-    # Created 0600 before SQLite opens it (SQLite gives the -wal and -shm files the database's mode); an older
-    # 0644 file and its companions are tightened.
-    _db_path = Path(DATABASES["default"]["NAME"])
-    if str(_db_path) != ":memory:" and _db_path.parent.is_dir():
-        with contextlib.suppress(FileExistsError, PermissionError):
-            os.close(os.open(_db_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
-        for _suffix in ("", "-wal", "-shm", "-journal"):
-            _owner_only(Path(f"{_db_path}{_suffix}"), 0o600)
-    _pragmas = [
-        # First: it takes effect only on a new database file, before anything writes its first page, and
-        # switching to WAL writes it (an old file keeps its mode; retention runs the incremental vacuum).
-        f"PRAGMA auto_vacuum={'INCREMENTAL' if SQLITE_AUTO_VACUUM else 'NONE'}",
-        f"PRAGMA journal_mode={'WAL' if SQLITE_WAL_MODE else 'DELETE'}",
-        f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}",
-        f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",
-        f"PRAGMA cache_size={SQLITE_CACHE_SIZE_PAGES}",
-        f"PRAGMA mmap_size={SQLITE_MMAP_SIZE_MB * 1024 * 1024}",
-        "PRAGMA foreign_keys=ON",
-    ]
-    DATABASES["default"]["OPTIONS"] = {
-        "transaction_mode": "IMMEDIATE",
-        "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
-        "init_command": ";".join(_pragmas),
-    }
+    prepare_sqlite_file(Path(DATABASES["default"]["NAME"]))  # 0600, and its -wal and -shm files too
+    DATABASES["default"]["OPTIONS"] = sqlite_options(
+        auto_vacuum=SQLITE_AUTO_VACUUM,
+        wal_mode=SQLITE_WAL_MODE,
+        synchronous=SQLITE_SYNCHRONOUS,
+        busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS,
+        cache_size_pages=SQLITE_CACHE_SIZE_PAGES,
+        mmap_size_mb=SQLITE_MMAP_SIZE_MB,
+    )
 # Opening a connection per request costs 2.7x in ingest throughput: keep them.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=None)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = not DATABASE_IS_SQLITE
@@ -239,39 +162,22 @@ else:
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 BROKER_DIR = DATA_DIR / "broker"
 if not REDIS_URL:
-    for _sub in ("queue", "processed", "control", "tmp", "bad"):
-        (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_DIR / "queue"),
-        "data_folder_out": str(BROKER_DIR / "queue"),
-        "processed_folder": str(BROKER_DIR / "processed"),
-        # A message is written and fsynced here, then renamed into the queue (reflection_site/broker.py); a queue
-        # file that is not a readable message is moved to bad/ with an ERROR log line.
-        "tmp_folder": str(BROKER_DIR / "tmp"),
-        "bad_folder": str(BROKER_DIR / "bad"),
-        # Off: a message is still visible only once complete (the rename), but a power cut may lose it (the sweeps
-        # send its turn or decision again) or leave it empty (then moved to bad/).
-        "fsync": env.bool("CELERY_BROKER_FSYNC", default=True),
-        "control_folder": str(BROKER_DIR / "control"),
-        "store_processed": False,
-        # A worker with nothing to take sleeps this long before it looks again (kombu's default of 1 s caps a
-        # worker at ~1 task/s); each look is one directory listing. For a second after it last took a
-        # message it looks every CELERY_BROKER_BUSY_POLLING_INTERVAL_S instead (reflection_site/broker.py).
-        "polling_interval": env.float("CELERY_BROKER_POLLING_INTERVAL_S", default=0.02),
-        "busy_polling_interval": env.float("CELERY_BROKER_BUSY_POLLING_INTERVAL_S", default=0.002),
-    }
+    # The embedded broker's folders under the data dir (reflection_site/broker.py).
+    CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(
+        BROKER_DIR,
+        fsync=env.bool("CELERY_BROKER_FSYNC", default=True),
+        polling_interval=env.float("CELERY_BROKER_POLLING_INTERVAL_S", default=0.02),
+        busy_polling_interval=env.float("CELERY_BROKER_BUSY_POLLING_INTERVAL_S", default=0.002),
+    )
     # The kombu transport class of the embedded broker; benchmarks/broker.py sets the one of before issue 16.
     CELERY_BROKER_TRANSPORT = env.str("CELERY_BROKER_TRANSPORT", default="reflection_site.broker:FilesystemTransport")
 else:
-    # Seconds before Redis hands a message that a dead worker held (acks_late) to another worker; a
-    # worker starting up restores such messages too. Longer than any task runs (CELERY_TASK_TIME_LIMIT).
+    # Before Redis hands a dead worker's message (acks_late) to another: longer than any task runs.
     CELERY_BROKER_VISIBILITY_TIMEOUT_S = env.int("CELERY_BROKER_VISIBILITY_TIMEOUT_S", default=3600)
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_BROKER_VISIBILITY_TIMEOUT_S}
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# How often a worker (and beat) tries to reconnect to a lost broker before it exits; 0 (the default): until
-# the broker is back, so that a Redis restart does not take every worker down. Publishing is not affected
-# (CELERY_TASK_PUBLISH_RETRY is off: a request fails fast and the sweep re-enqueues what it could not send).
+# 0: a worker (and beat) reconnects until the broker is back. Publishing does not retry: the sweeps re-enqueue.
 CELERY_BROKER_CONNECTION_MAX_RETRIES = env.int("CELERY_BROKER_CONNECTION_MAX_RETRIES", default=0) or None
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TASK_IGNORE_RESULT = True
@@ -285,16 +191,13 @@ CELERY_TASK_ROUTES = {
     "guardian_app.tasks.run_guard_write": {"queue": "guardian"},
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# Celery's Django fix-up closes every database connection before and after each task unless this is set, so a
-# worker reconnected twice a task (SQLite's PRAGMAs, PostgreSQL's TCP and auth). It closes them every N tasks
-# instead; reflection_site/celery.py also drops, before each task, a connection that is broken or older than
-# CONN_MAX_AGE, as Django does around a web request. 0 = close around every task, as Celery does by default.
+# Celery closes the database connections around every task unless this is set (0); here every N tasks, and
+# reflection_site/celery.py drops a broken or CONN_MAX_AGE-old one before each task, as Django does per request.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000) or None
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = env.str("TIME_ZONE", default="UTC")
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
-# A worker records a heartbeat in the cache every WORKER_HEARTBEAT_S seconds (reflection_site.celery.Heartbeat);
-# /healthz and the admin index say "degraded" when no worker was seen for WORKER_STALE_S seconds.
+# A worker's heartbeat in the cache (reflection_site.celery.Heartbeat); /healthz says "degraded" when it is stale.
 WORKER_HEARTBEAT_S = env.float("WORKER_HEARTBEAT_S", default=5)
 WORKER_STALE_S = env.float("WORKER_STALE_S", default=30)
 
@@ -333,32 +236,26 @@ JSONL_EXPORT_INCLUDE_PII = env.bool("JSONL_EXPORT_INCLUDE_PII", default=False)
 MEMORY_GATE_ENABLED = env.bool("MEMORY_GATE_ENABLED", default=True)  # memoryGate.enabled
 MEMORY_GATE_WINDOW_SIZE = env.int("MEMORY_GATE_WINDOW_SIZE", default=10)  # memoryGate.windowSize
 MEMORY_GATE_AUDITING_ENABLED = env.bool("MEMORY_GATE_AUDITING_ENABLED", default=True)  # memoryGateAuditing.enabled
-MEMORY_GATE_STORE_RAW_LLM_RESPONSE = env.bool(
-    "MEMORY_GATE_STORE_RAW_LLM_RESPONSE", default=True
-)  # memoryGateAuditing.storeRawLLMResponse
+# memoryGateAuditing.storeRawLLMResponse
+MEMORY_GATE_STORE_RAW_LLM_RESPONSE = env.bool("MEMORY_GATE_STORE_RAW_LLM_RESPONSE", default=True)
 MEMORY_GATE_ENABLE_STATS = env.bool("MEMORY_GATE_ENABLE_STATS", default=True)  # memoryGateAuditing.enableStats
 # Seconds a turn may wait for its gate before the sweep re-enqueues it.
 GATE_SWEEP_GRACE_S = env.int("GATE_SWEEP_GRACE_S", default=120)
-# /healthz says "degraded" while a turn has been pending longer than this (the sweep, every minute, should have
-# enqueued it again and a worker decided it by then).
+# /healthz says "degraded" while a turn has been pending longer: the sweep should have sent it again by then.
 PENDING_TURN_STALE_S = env.int("PENDING_TURN_STALE_S", default=GATE_SWEEP_GRACE_S + 120)
 # After the LLM client's own retries, the gate task retries this many times, waiting up to
 # GATE_TASK_RETRY_BACKOFF_S × 2^n seconds (random jitter, at most 600 s) before the turn is marked failed.
 GATE_TASK_MAX_RETRIES = env.int("GATE_TASK_MAX_RETRIES", default=5)
 GATE_TASK_RETRY_BACKOFF_S = env.int("GATE_TASK_RETRY_BACKOFF_S", default=5)
 
-WRITE_GUARDIAN_AUDITING_ENABLED = env.bool(
-    "WRITE_GUARDIAN_AUDITING_ENABLED", default=True
-)  # writeGuardianAuditing.enabled
-WRITE_GUARDIAN_STORE_FILE_SNAPSHOTS = env.bool(
-    "WRITE_GUARDIAN_STORE_FILE_SNAPSHOTS", default=True
-)  # writeGuardianAuditing.storeFileSnapshots
-WRITE_GUARDIAN_ENABLE_ROLLBACK = env.bool(
-    "WRITE_GUARDIAN_ENABLE_ROLLBACK", default=True
-)  # writeGuardianAuditing.enableRollback
-WRITE_GUARDIAN_MAX_SNAPSHOTS_PER_FILE = env.int(
-    "WRITE_GUARDIAN_MAX_SNAPSHOTS_PER_FILE", default=100
-)  # writeGuardianAuditing.maxSnapshotsPerFile
+# writeGuardianAuditing.enabled
+WRITE_GUARDIAN_AUDITING_ENABLED = env.bool("WRITE_GUARDIAN_AUDITING_ENABLED", default=True)
+# writeGuardianAuditing.storeFileSnapshots
+WRITE_GUARDIAN_STORE_FILE_SNAPSHOTS = env.bool("WRITE_GUARDIAN_STORE_FILE_SNAPSHOTS", default=True)
+# writeGuardianAuditing.enableRollback
+WRITE_GUARDIAN_ENABLE_ROLLBACK = env.bool("WRITE_GUARDIAN_ENABLE_ROLLBACK", default=True)
+# writeGuardianAuditing.maxSnapshotsPerFile
+WRITE_GUARDIAN_MAX_SNAPSHOTS_PER_FILE = env.int("WRITE_GUARDIAN_MAX_SNAPSHOTS_PER_FILE", default=100)
 GUARDIAN_MAX_REMOVED_LINES = env.int("GUARDIAN_MAX_REMOVED_LINES", default=5)
 GUARDIAN_SWEEP_GRACE_S = env.int("GUARDIAN_SWEEP_GRACE_S", default=120)
 # Seconds a guardian write, rollback or drift check waits for a memory file's lock before giving up (and retrying).
@@ -367,46 +264,36 @@ GUARDIAN_LOCK_TIMEOUT_S = env.float("GUARDIAN_LOCK_TIMEOUT_S", default=30)
 GUARDIAN_MAX_LLM_STEPS = env.int("GUARDIAN_MAX_LLM_STEPS", default=3)
 # The offline guardian's near-duplicate threshold (word-set similarity of a fact and an existing bullet).
 GUARDIAN_NEAR_DUPLICATE_THRESHOLD = env.float("GUARDIAN_NEAR_DUPLICATE_THRESHOLD", default=0.8)
-# The offline guardian's paraphrase threshold (WordLlama cosine, chosen on the dev split of
-# tests/fixtures/memory_eval/paraphrase_pairs.jsonl; QUALITY.md). Above 1 switches the semantic check off.
+# The offline guardian's paraphrase threshold (WordLlama cosine; QUALITY.md); above 1 switches it off.
 GUARDIAN_PARAPHRASE_THRESHOLD = env.float("GUARDIAN_PARAPHRASE_THRESHOLD", default=0.886)
 GUARDIAN_MAX_FACT_CHARS = env.int("GUARDIAN_MAX_FACT_CHARS", default=2000)
 
 DATASET_COLLECTION_ENABLED = env.bool("DATASET_COLLECTION_ENABLED", default=True)  # datasetCollection.enabled
 DATASET_AUTO_COLLECT = env.bool("DATASET_AUTO_COLLECT", default=True)  # datasetCollection.autoCollect
 DATASET_POSITIVE_WAS_WRITTEN = env.bool("DATASET_POSITIVE_WAS_WRITTEN", default=True)  # positiveCriteria.wasWritten
-DATASET_POSITIVE_NO_USER_OBJECTION = env.bool(
-    "DATASET_POSITIVE_NO_USER_OBJECTION", default=True
-)  # positiveCriteria.noUserObjection
-DATASET_NOT_ROLLED_BACK_WITHIN_DAYS = env.int(
-    "DATASET_NOT_ROLLED_BACK_WITHIN_DAYS", default=7
-)  # positiveCriteria.notRolledBackWithinDays
+# positiveCriteria.noUserObjection
+DATASET_POSITIVE_NO_USER_OBJECTION = env.bool("DATASET_POSITIVE_NO_USER_OBJECTION", default=True)
+# positiveCriteria.notRolledBackWithinDays
+DATASET_NOT_ROLLED_BACK_WITHIN_DAYS = env.int("DATASET_NOT_ROLLED_BACK_WITHIN_DAYS", default=7)
 DATASET_MIN_QUALITY_SCORE = env.float("DATASET_MIN_QUALITY_SCORE", default=0.7)  # positiveCriteria.minQualityScore
-DATASET_NEGATIVE_GATE_PROPOSED_WRITE = env.bool(
-    "DATASET_NEGATIVE_GATE_PROPOSED_WRITE", default=True
-)  # negativeCriteria.gateProposedWrite
-DATASET_NEGATIVE_GUARDIAN_REFUSED = env.bool(
-    "DATASET_NEGATIVE_GUARDIAN_REFUSED", default=True
-)  # negativeCriteria.guardianRefused
-DATASET_NEGATIVE_HAS_BEHAVIOR_CORRECTION = env.bool(
-    "DATASET_NEGATIVE_HAS_BEHAVIOR_CORRECTION", default=True
-)  # negativeCriteria.hasBehaviorCorrection
-DATASET_PRIVACY_FILTERING_ENABLED = env.bool(
-    "DATASET_PRIVACY_FILTERING_ENABLED", default=True
-)  # privacyFiltering.enabled
+# negativeCriteria.gateProposedWrite
+DATASET_NEGATIVE_GATE_PROPOSED_WRITE = env.bool("DATASET_NEGATIVE_GATE_PROPOSED_WRITE", default=True)
+# negativeCriteria.guardianRefused
+DATASET_NEGATIVE_GUARDIAN_REFUSED = env.bool("DATASET_NEGATIVE_GUARDIAN_REFUSED", default=True)
+# negativeCriteria.hasBehaviorCorrection
+DATASET_NEGATIVE_HAS_BEHAVIOR_CORRECTION = env.bool("DATASET_NEGATIVE_HAS_BEHAVIOR_CORRECTION", default=True)
+# privacyFiltering.enabled
+DATASET_PRIVACY_FILTERING_ENABLED = env.bool("DATASET_PRIVACY_FILTERING_ENABLED", default=True)
 DATASET_REDACT_PATTERNS = env.list(  # privacyFiltering.redactPatterns
     "DATASET_REDACT_PATTERNS", default=["api[_-]?key", "password", "token", "secret", "-----BEGIN.*-----"]
 )
 DATASET_QUALITY_SCORING_ENABLED = env.bool("DATASET_QUALITY_SCORING_ENABLED", default=True)  # qualityScoring.enabled
-DATASET_WEIGHT_CONVERSATION_CLARITY = env.float(
-    "DATASET_WEIGHT_CONVERSATION_CLARITY", default=0.4
-)  # weights.conversationClarity
-DATASET_WEIGHT_DECISION_CONFIDENCE = env.float(
-    "DATASET_WEIGHT_DECISION_CONFIDENCE", default=0.35
-)  # weights.decisionConfidence
-DATASET_WEIGHT_FACT_VERIFIABILITY = env.float(
-    "DATASET_WEIGHT_FACT_VERIFIABILITY", default=0.25
-)  # weights.factVerifiability
+# weights.conversationClarity
+DATASET_WEIGHT_CONVERSATION_CLARITY = env.float("DATASET_WEIGHT_CONVERSATION_CLARITY", default=0.4)
+# weights.decisionConfidence
+DATASET_WEIGHT_DECISION_CONFIDENCE = env.float("DATASET_WEIGHT_DECISION_CONFIDENCE", default=0.35)
+# weights.factVerifiability
+DATASET_WEIGHT_FACT_VERIFIABILITY = env.float("DATASET_WEIGHT_FACT_VERIFIABILITY", default=0.25)
 DATASET_TRAIN_SPLIT = env.float("DATASET_TRAIN_SPLIT", default=0.8)
 # manualReviewCriteria: lowConfidence, containsSensitiveInfo, userFeedbackReceived, mediumQualityScore
 DATASET_REVIEW_LOW_CONFIDENCE = env.bool("DATASET_REVIEW_LOW_CONFIDENCE", default=True)
@@ -566,17 +453,6 @@ AXES_ENABLE_ADMIN = False
 # or, for the one inline <style> of Django's change list, by its hash. Style attributes stay allowed
 # (style-src-attr): the admin's and our templates use them, and they can neither run code nor load anything
 # (url() in them is bound by img-src and font-src).
-def _inline_style_hashes(template: str) -> list[str]:
-    """CSP source expressions for the <style> elements that a template of an installed app writes verbatim."""
-    import django
-
-    text = (Path(django.__file__).parent / template).read_text(encoding="utf-8")
-    return [
-        f"'sha256-{base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()}'"
-        for body in re.findall(r"<style>(.*?)</style>", text, flags=re.S)
-    ]
-
-
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [csp_constants.SELF],
@@ -584,7 +460,7 @@ CONTENT_SECURITY_POLICY = {
         "style-src": [
             csp_constants.SELF,
             csp_constants.NONCE,
-            *_inline_style_hashes("contrib/admin/templates/admin/change_list.html"),
+            *inline_style_hashes("contrib/admin/templates/admin/change_list.html"),
         ],
         "style-src-attr": [csp_constants.UNSAFE_INLINE],
         "img-src": [csp_constants.SELF, "data:"],

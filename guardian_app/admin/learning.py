@@ -15,7 +15,6 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
-from django.utils.safestring import SafeString, mark_safe
 
 from guardian_app.learning.actions import change_status
 from guardian_app.learning.metrics import learning_metrics
@@ -27,6 +26,7 @@ from reflection_site.admin import (
     recent_values_filter,
     register_dashboard,
 )
+from reflection_site.charts import Series, Svg, stacked_bars
 
 CHART_DAYS = 30
 # The learning events changelist's chart and figures (reflection_site.admin.dashboard_figures).
@@ -42,87 +42,28 @@ SERIES: dict[str, tuple[str, str]] = {
 }
 
 
-def _n(value: float) -> str:
-    return f"{value:.1f}"
-
-
-def _nice_ceiling(value: int) -> int:
-    if value <= 0:
-        return 1
-    step = 1
-    while True:
-        for factor in (1, 2, 5):
-            if step * factor >= value:
-                return step * factor
-        step *= 10
-
-
 def learning_chart_svg(
-    daily: Sequence[dict[str, Any]], *, days: int = CHART_DAYS, today: dt.date | None = None, width: int = 960,
+    daily: Sequence[dict[str, Any]],
+    *,
+    days: int = CHART_DAYS,
+    today: dt.date | None = None,
+    width: int = 960,
     height: int = 260,
-) -> SafeString:  # fmt: skip
+) -> Svg:
     """Stacked bars, one per day of the last ``days`` (days without events are empty), one colour per series,
-    with a y axis, dates, a legend and a tooltip on every segment. Every text goes through ``format_html``."""
+    with a y axis, dates, a legend and a tooltip on every segment (``reflection_site.charts.stacked_bars``)."""
     today = today or timezone.localdate()
     by_day = {row["day"]: row for row in daily}
-    rows = [by_day.get(today - dt.timedelta(days=offset), {}) for offset in range(days - 1, -1, -1)]
     dates = [today - dt.timedelta(days=offset) for offset in range(days - 1, -1, -1)]
-    left, right, top, bottom = 44, 12, 14, 56
-    plot_w, plot_h = width - left - right, height - top - bottom
-    slot = plot_w / days
-    bar_w = max(slot * 0.72, 1.0)
-    peak = _nice_ceiling(max((sum(row.get(k) or 0 for k in SERIES) for row in rows), default=0))
-    scale = plot_h / peak
-    parts = [
-        format_html(
-            '<svg xmlns="http://www.w3.org/2000/svg" class="learning-chart" viewBox="0 0 {} {}" width="100%" '
-            'role="img" aria-label="{}"><title>{}</title>',
-            width, height, "Learning decisions per day, stacked by outcome", "Learning decisions per day",
-        )
-    ]  # fmt: skip
-    for fraction in (0, 0.5, 1):
-        y = top + plot_h - fraction * plot_h
-        parts.append(
-            format_html(
-                '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="currentColor" stroke-opacity="0.18"/>'
-                '<text x="{}" y="{}" font-size="11" text-anchor="end" fill="currentColor">{}</text>',
-                left, _n(y), left + plot_w, _n(y), left - 6, _n(y + 4), f"{peak * fraction:g}",
-            )
-        )  # fmt: skip
-    for index, (day, row) in enumerate(zip(dates, rows, strict=True)):
-        x = left + index * slot + (slot - bar_w) / 2
-        y = top + plot_h
-        for key, (label, colour) in SERIES.items():
-            count = row.get(key) or 0
-            if not count:
-                continue
-            h = count * scale
-            y -= h
-            parts.append(
-                format_html(
-                    '<rect x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}: {} {}</title></rect>',
-                    _n(x), _n(y), _n(bar_w), _n(h), colour, day.isoformat(), count, label,
-                )
-            )  # fmt: skip
-        if index % 5 == 0 or index == days - 1:
-            parts.append(
-                format_html(
-                    '<text x="{}" y="{}" font-size="10" text-anchor="middle" fill="currentColor">{}</text>',
-                    _n(x + bar_w / 2), top + plot_h + 14, day.strftime("%b %d"),
-                )
-            )  # fmt: skip
-    x = float(left)
-    for label, colour in SERIES.values():
-        parts.append(
-            format_html(
-                '<rect x="{}" y="{}" width="10" height="10" fill="{}"/>'
-                '<text x="{}" y="{}" font-size="11" fill="currentColor">{}</text>',
-                _n(x), height - 20, colour, _n(x + 14), height - 11, label,
-            )
-        )  # fmt: skip
-        x += 14 + 7 * len(label) + 18
-    parts.append(mark_safe("</svg>"))
-    return mark_safe("".join(parts))
+    return stacked_bars(
+        [(day, by_day.get(day, {})) for day in dates],
+        [Series(key, label, colour) for key, (label, colour) in SERIES.items()],
+        title="Learning decisions per day",
+        description="Learning decisions per day, stacked by outcome",
+        css_class="learning-chart",
+        width=width,
+        height=height,
+    )
 
 
 def learning_dashboard() -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reflection_site.settings import _use_the_running_instance
+from reflection_site.startup import use_the_running_instance
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_a_live_run_lends_its_data_and_the_cli_says_so(tmp_path, environ, capsys
     pointer = _pointer(
         tmp_path, os.getpid(), WORKSPACE_DIR="/srv/ws", DATABASE_URL="sqlite:///x", REDIS_URL="redis://run"
     )
-    _use_the_running_instance(pointer)
+    use_the_running_instance(pointer)
     assert (environ["WORKSPACE_DIR"], environ["DATABASE_URL"], environ["REDIS_URL"]) == (
         "/srv/ws",
         "sqlite:///x",
@@ -47,8 +47,8 @@ def test_a_pointer_left_by_a_dead_run_or_unreadable_is_ignored(tmp_path, environ
         _pointer(tmp_path, dead.pid, WORKSPACE_DIR="/srv/dead"),
         tmp_path / "missing.env",
     ):
-        _use_the_running_instance(pointer)
+        use_the_running_instance(pointer)
     (tmp_path / "garbled.env").write_text("REFLECTION_RUN_PID=abc\nWORKSPACE_DIR=/srv/x\n")
-    _use_the_running_instance(tmp_path / "garbled.env")
+    use_the_running_instance(tmp_path / "garbled.env")
     assert "WORKSPACE_DIR" not in environ
     assert capsys.readouterr().err == ""
