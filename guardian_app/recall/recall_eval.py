@@ -314,10 +314,16 @@ def write_workspace(dataset: Dataset, root: Path) -> None:
 
 
 def store_turns(turns: list[Turn]) -> None:
-    """The data set's conversations as stored turns (as ingest stores them), replacing any stored before."""
+    """The data set's conversations as stored turns (as ingest stores them), replacing every turn stored before and
+    its chunks: a data set is measured on its own conversations only (eval-recall rolls all of it back)."""
+    from guardian_app.recall.storage import write_meta
+    from guardian_app.recall.transcripts import SESSIONS_META_KEY, SESSIONS_SOURCE
+
+    ConversationSession.objects.all().delete()
+    MemoryChunk.objects.filter(source=SESSIONS_SOURCE).delete()
+    write_meta(SESSIONS_META_KEY, {})
     if not turns:
         return
-    ConversationSession.objects.filter(id__in={t.session_id for t in turns}).delete()
     ConversationSession.objects.bulk_create(
         [ConversationSession(id=s, channel_id="longmemeval") for s in dict.fromkeys(t.session_id for t in turns)]
     )
