@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote, unquote
+from django.contrib.admin.utils import flatten_fieldsets, quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
@@ -342,26 +342,7 @@ class MemoryGateDecisionAdmin(ExportMixin, ReadOnlyAdmin):
         ),
         ("Raw reply", {"fields": ["raw_reply"], "classes": ["collapse"]}),
     ]
-    readonly_fields = [
-        "id",
-        "decision",
-        "target_file",
-        "candidate_fact",
-        "reason",
-        "confidence",
-        "writes",
-        "session_link",
-        "turn_link",
-        "run_number",
-        "conversation",
-        "llm_model",
-        "llm_latency_ms",
-        "prompt_tokens",
-        "completion_tokens",
-        "prompt_version",
-        "created_at",
-        "raw_reply",
-    ]
+    readonly_fields = flatten_fieldsets(fieldsets)  # A decision is a record: every field shown is read-only.
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[MemoryGateDecision]:
         # The turn number by a correlated subquery, run for the page's rows only: a join (F("turn__...")) stayed

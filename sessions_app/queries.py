@@ -92,6 +92,13 @@ def get_decision(decision_id: str) -> MemoryGateDecision | None:
     )
 
 
+def sent_context(turn: ConversationTurn) -> list[ConversationContext]:
+    """The context the agent sent with ``turn``, oldest first: ``turn.window`` when ``list_decisions`` or
+    ``get_decision`` fetched it, else one query. (The window the gate reads is ``gate.context_window``.)"""
+    window = getattr(turn, "window", None)
+    return list(turn.context.order_by("sequence_number")) if window is None else window
+
+
 def _iso(value: Any) -> Any:
     return value.isoformat() if isinstance(value, dt.datetime | dt.date) else value
 
@@ -128,9 +135,6 @@ def decision_record(decision: MemoryGateDecision, *, with_context: bool = False,
             "agent_reply": turn.agent_message_content,
             "gate_status": turn.gate_status,
         }
-        window = getattr(turn, "window", None)
-        if window is None:
-            window = list(turn.context.order_by("sequence_number"))
         record["context"] = [
             {
                 "role": item.role,
@@ -138,7 +142,7 @@ def decision_record(decision: MemoryGateDecision, *, with_context: bool = False,
                 "timestamp": _iso(item.timestamp),
                 "sequence_number": item.sequence_number,
             }
-            for item in window
+            for item in sent_context(turn)
         ]
         if not raw:
             record["turn"], record["context"] = privacy.redact_data([record["turn"], record["context"]])

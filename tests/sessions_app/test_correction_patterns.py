@@ -16,8 +16,8 @@ import pytest
 from django.urls import reverse
 
 from guardian_app.models import BehaviorCorrection, WriteGuardianAudit
+from sessions_app.correction_patterns import correction_pattern_problem, matches_correction_pattern
 from sessions_app.gate import decide_turn
-from sessions_app.heuristic_gate import correction_pattern_problem, matches_correction_pattern
 from sessions_app.models import GateStatus
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(120)]
@@ -115,13 +115,13 @@ def test_a_catastrophic_but_valid_pattern_is_saved_and_applied(client_for, audit
 def test_a_stored_bad_pattern_is_disabled_logged_and_shown_and_the_turn_is_decided(
     make_turn, audit, admin_client, caplog, pattern
 ):
-    from sessions_app import heuristic_gate
+    from sessions_app import correction_patterns
 
-    heuristic_gate._compiled.cache_clear()  # Logged once per pattern and process: start this test afresh.
+    correction_patterns._compiled.cache_clear()  # Logged once per pattern and process: start this test afresh.
     correction = _stored_correction(audit, pattern.replace("tea", "summaries"))
     turn = make_turn(user="I prefer summaries on Fridays.")
 
-    with caplog.at_level(logging.WARNING, logger="sessions_app.heuristic_gate"):
+    with caplog.at_level(logging.WARNING, logger="sessions_app.correction_patterns"):
         decision = decide_turn(turn)
 
     assert decision.decision == "UPDATE_USER"  # The correction, disabled, did not turn it into NO_WRITE.

@@ -71,6 +71,20 @@ def test_list_filters_by_time(make_decision):
     assert [r["session_id"] for r in until] == ["channel:t:old"]
 
 
+def test_list_reads_the_one_time_syntax_of_every_command(make_decision):
+    """Issue 20: -s/-u are reflection_site.cli's times, as the guardian command's (ISO only before)."""
+    base = timezone.now().replace(microsecond=0)
+    make_decision(session_id="channel:t:old", created_at=base - dt.timedelta(days=5))
+    make_decision(session_id="channel:t:new", created_at=base - dt.timedelta(hours=1))
+    epoch_ms = str(int((base - dt.timedelta(days=1)).timestamp() * 1000))
+
+    relative = json.loads(gate("list", "-s", "2d", "--json"))
+    epoch = json.loads(gate("list", "-u", epoch_ms, "--json"))
+
+    assert [r["session_id"] for r in relative] == ["channel:t:new"]
+    assert [r["session_id"] for r in epoch] == ["channel:t:old"]
+
+
 def test_list_with_context_prints_each_turn_and_window(make_decision):
     make_decision()
 

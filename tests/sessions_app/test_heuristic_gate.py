@@ -324,6 +324,11 @@ def test_context_does_not_change_what_is_classified():
         ("喜欢咖啡", "用户喜欢喝咖啡。", False),  # a CJK run is one substring
         ("用vim", "我们用vim写代码", True),
         ("vim", "我们用 neovim 写代码", False),
+        # Words are reflection_site.text's: NFKC, case-folded, apostrophes split, kana and Hangul are CJK.
+        ("ＶＩＭ", "Uses vim daily.", True),
+        ("don’t", "I don't like it.", True),
+        ("カタカナ", "これはカタカナです", True),
+        ("한국어", "한국어를 배워요", True),
         ("/prefers? (tea|coffee)/", "The user PREFERS coffee.", True),
         ("/^the user/", "Prefers tea.", False),
         ("/([unclosed/", "([unclosed", False),  # an invalid regex never matches

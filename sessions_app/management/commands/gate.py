@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sys
 from argparse import ArgumentParser
@@ -12,42 +11,31 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from reflection_site import privacy
+from reflection_site import cli, privacy
 from sessions_app.gate import rerun_gate, sweep_pending_turns
 from sessions_app.models import ConversationTurn, Decision
-from sessions_app.queries import decision_record, gate_stats, get_decision, iter_decision_records, list_decisions
+from sessions_app.queries import (
+    decision_record,
+    gate_stats,
+    get_decision,
+    iter_decision_records,
+    list_decisions,
+    sent_context,
+)
 from sessions_app.stats import roll_up_gate_stats
 
 RAW_HELP = "Show the turn's text as it was sent (default: PII and secrets redacted)."
 
 
-def _when(value: str) -> dt.datetime:
-    """ISO 8601 (`2026-03-01`, `2026-03-01T09:00`, `…Z`); a time without a zone is in TIME_ZONE."""
-    try:
-        parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise CommandError(f"not an ISO 8601 time: {value!r}") from exc
-    return parsed if parsed.tzinfo else timezone.make_aware(parsed)
-
-
-def _short(text: str | None, width: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _table(rows: list[list[Any]], headers: list[str]) -> str:
-    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
-    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
-    return "\n".join(lines)
+# --since/--until: 30d, an ISO date or time (in TIME_ZONE without a zone), epoch milliseconds.
+_when = cli.time_argument(tz=timezone.get_current_timezone, now=timezone.now)
 
 
 class Command(BaseCommand):
     help = (
         "Memory gate decisions. `list` shows the newest decisions (default 10), optionally of one session "
-        "(positional or -S), one decision type (-d), and a time range (-s inclusive, -u exclusive, ISO 8601). "
+        "(positional or -S), one decision type (-d), and a time range (-s inclusive, -u exclusive: 30d, an ISO "
+        "8601 date or time, or epoch milliseconds). "
         "`show ID` prints one decision, with -c its turn and context window. `stats` prints counts and mean "
         "latency per day (--daily, default), ISO week (--weekly) or session (--by-session). `export` writes "
         "the matching decisions as JSON Lines (-o FILE, default stdout). `sweep` re-enqueues turns still "
@@ -64,8 +52,8 @@ class Command(BaseCommand):
             sub.add_argument(
                 "-l", "--limit", type=int, default=default_limit, help="At most N decisions, newest first."
             )
-            sub.add_argument("-s", "--since", type=_when, help="Created at or after (ISO 8601).")
-            sub.add_argument("-u", "--until", type=_when, help="Created before (ISO 8601).")
+            sub.add_argument("-s", "--since", type=_when, help=f"Created at or after ({cli.TIME_HELP}).")
+            sub.add_argument("-u", "--until", type=_when, help="Created before (the same forms).")
             sub.add_argument(
                 "-d", "--decision", type=str.upper, choices=Decision.values, help="Only this decision type."
             )
@@ -140,17 +128,17 @@ class Command(BaseCommand):
             [
                 d.id,
                 timezone.localtime(d.created_at).strftime("%Y-%m-%d %H:%M:%S"),
-                _short(d.session_id, 28),
+                cli.short(d.session_id, 28),
                 d.turn_number,
                 d.decision,
                 "" if d.llm_latency_ms is None else f"{d.llm_latency_ms} ms",
-                _short(d.llm_model, 24),
-                _short(d.candidate_fact or d.reason, 60),
+                cli.short(d.llm_model, 24),
+                cli.short(d.candidate_fact or d.reason, 60),
             ]
             for d in decisions
         ]
         headers = ["ID", "CREATED", "SESSION", "TURN", "DECISION", "LATENCY", "MODEL", "FACT / REASON"]
-        self.stdout.write(_table(rows, headers))
+        self.stdout.write(cli.table(rows, headers))
         if options["with_context"]:
             for d in decisions:
                 self.stdout.write("")
@@ -211,9 +199,7 @@ class Command(BaseCommand):
         self.stdout.write(self.style.MIGRATE_HEADING(f"Turn #{turn.turn_number} of {turn.session_id} ({decision.id})"))
         lines: list[str] = []
         if context:
-            window = getattr(turn, "window", None)
-            if window is None:
-                window = list(turn.context.order_by("sequence_number"))
+            window = sent_context(turn)
             lines += [f"  [{item.sequence_number}] {item.role}: {item.message}" for item in window]
             if window:
                 lines.append("  ---")
@@ -260,13 +246,13 @@ class Command(BaseCommand):
                 rows[-1].insert(1, row["session_count"])
         if period != "session":
             headers.insert(1, "SESSIONS")
-        self.stdout.write(_table(rows, headers) if rows else "No decisions in this period.")
+        self.stdout.write(cli.table(rows, headers) if rows else "No decisions in this period.")
         if rows and quiet:
             unit = "day" if period == "daily" else "week"
             self.stdout.write(f"({quiet} {unit}(s) of the period without a decision are not shown; --json has them.)")
         self.stdout.write("")
         latency = [[r["decision"], r["count"], r["avg_latency_ms"]] for r in stats["by_decision"]]
-        self.stdout.write(_table(latency, ["DECISION", "COUNT", "AVG LATENCY MS"]))
+        self.stdout.write(cli.table(latency, ["DECISION", "COUNT", "AVG LATENCY MS"]))
 
     # --- jobs -----------------------------------------------------------------------------------
     def handle_sweep(self, options: dict[str, Any]) -> None:

@@ -1,0 +1,91 @@
+"""The offline gate's Chinese rules, each a function of one clause that returns a ``Finding`` or None:
+tools and environment (``tools_zh``), the agent's identity (``identity_zh``), its character and manner
+(``soul_zh``) and durable facts about the user (``user_zh``). The phrase lists are in ``heuristic_rules``;
+the order the rules run in is ``heuristic_gate``'s.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sessions_app import heuristic_rules as rules
+from sessions_app.heuristic_person import rewrite_zh
+from sessions_app.heuristic_reading import Finding, finish_zh, write_finding
+from sessions_app.heuristic_rules import NO_WRITE
+
+
+def tools_zh(clause: str) -> Finding | None:
+    strong = rules.STRONG_TOOL_RE.search(clause)
+    weak = (rules.ZH_TOOL_VOCAB.search(clause) and rules.ZH_TOOL_STRUCTURE.search(clause)) or rules.ZH_TOOL_USE.match(
+        clause
+    )
+    if not strong and not weak:
+        return None
+    reason = "names a command, address or path" if strong else "describes the tools or environment"
+    return write_finding(
+        "UPDATE_TOOLS", finish_zh(rewrite_zh(clause)), f"Tools and environment: {reason}.", 0.8 if strong else 0.65
+    )
+
+
+def identity_zh(clause: str) -> Finding | None:
+    clause = rules.FUTURE_ZH.sub("", clause)
+    if match := rules.NAME_ZH.match(clause):
+        name = rules.ZH_NAME_TAIL.sub("", match.group("name")).strip("\"'「」“” ")
+        if name and not name.startswith(("我", "用户")):
+            return write_finding("UPDATE_IDENTITY", f"助手的名字是{name}。", "The agent's identity: its name.", 0.85)
+    if match := rules.ATTRIBUTE_ZH.match(clause):
+        value = rules.ZH_NAME_TAIL.sub("", match.group("value"))
+        return write_finding(
+            "UPDATE_IDENTITY", finish_zh(f"助手的{match.group('attr')}是{value}"), "The agent's identity.", 0.85
+        )
+    if match := rules.ROLE_ZH.match(clause):
+        return write_finding(
+            "UPDATE_IDENTITY",
+            finish_zh(f"助手是{rewrite_zh(match.group('rest'))}"),
+            "The agent's identity: its role.",
+            0.75,
+        )
+    return None
+
+
+def soul_zh(clause: str) -> Finding | None:
+    if rules.STRONG_TOOL_RE.search(clause) or rules.WEAK_TOOL_RE.search(clause) or rules.ZH_TOOL_VOCAB.search(clause):
+        return None
+    if match := rules.ZH_COMPLAINT.match(clause):
+        fact = f"用户觉得助手{match.group('what') or ''}{match.group('degree')}{match.group('adj')}"
+        return write_finding("UPDATE_SOUL", finish_zh(fact), "The user's feedback on the agent's manner.", 0.65)
+    rest = rules.FUTURE_ZH.sub("", clause)
+    open_instruction = rest != clause
+    wished = re.match(r"^(?:我希望你|我想让你|我要你|我需要你|希望你|请你)", rest)
+    if wished:
+        rest, open_instruction = rules.FUTURE_ZH.sub("", rest[wished.end() :]), True
+    if not rest or rest.startswith("我"):
+        return None
+    if not open_instruction and not any(form.match(rest) for form in rules.ZH_SOUL_FORMS):
+        return None
+    rest = re.sub(r"^你(?!们)", "", rest)
+    rest = re.sub(rf"^(?:{rules.ZH_NEGATIVE})", "不要", rest)
+    rest = re.sub(r"了$", "", rules.ZH_TAIL_RE.sub("", rest))
+    subject = "助手" if re.match(rf"(?:{rules.ZH_MODALS})", rest) else "助手应当"
+    return write_finding(
+        "UPDATE_SOUL",
+        finish_zh(subject + rewrite_zh(rest)),
+        "An instruction about the agent's character or manner.",
+        0.75,
+    )
+
+
+def user_zh(clause: str) -> Finding | None:
+    if match := rules.CALL_ME_ZH.match(clause):
+        name = rules.ZH_NAME_TAIL.sub("", match.group("name"))
+        return write_finding("UPDATE_USER", f"用户希望被称为{name}。", "How the user wants to be addressed.", 0.85)
+    for label, pattern, confidence in rules.USER_RULES_ZH:
+        if match := pattern.match(clause):
+            if "object" in pattern.groupindex and (
+                not match.group("object").strip() or rules.ZH_REACTION.match(match.group("object"))
+            ):
+                return Finding(NO_WRITE, None, "A reaction to this conversation, not a lasting preference.", 0.7)
+            if rules.TRANSIENT_ZH.search(clause):
+                return Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)
+            return write_finding("UPDATE_USER", finish_zh(rewrite_zh(clause)), f"About the user: {label}.", confidence)
+    return None

@@ -1,0 +1,252 @@
+"""The offline gate's English rules, each a function of one clause that returns a ``Finding`` or None:
+tools and environment (``tools_en``), the agent's identity (``identity_en``), its character and manner
+(``soul_en``) and durable facts about the user (``user_en``). The phrase lists are in ``heuristic_rules``;
+the order the rules run in is ``heuristic_gate``'s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from sessions_app import heuristic_rules as rules
+from sessions_app.heuristic_person import AGENT_IT, expand, rewrite
+from sessions_app.heuristic_reading import Finding, finish_en, write_finding
+from sessions_app.heuristic_rules import NO_WRITE
+
+
+# --- Tools and environment --------------------------------------------------------------------------------------------
+def mentions_tools(text: str) -> bool:
+    """Whether ``text`` names a command, an address, a path, a known tool or the environment."""
+    return bool(
+        rules.STRONG_TOOL_RE.search(text) or rules.WEAK_TOOL_RE.search(text) or rules.ZH_TOOL_VOCAB.search(text)
+    )
+
+
+def tools_en(clause: str) -> Finding | None:
+    strong = rules.STRONG_TOOL_RE.search(clause)
+    if not strong and not (rules.WEAK_TOOL_RE.search(clause) and any(p.search(clause) for p in rules.TOOL_STRUCTURES)):
+        return None
+    reason = "names a command, address or path" if strong else "describes the tools or environment"
+    return write_finding(
+        "UPDATE_TOOLS", finish_en(rewrite(clause)), f"Tools and environment: {reason}.", 0.8 if strong else 0.65
+    )
+
+
+# --- Identity ---------------------------------------------------------------------------------------------------------
+def _clean_name(name: str) -> str:
+    name = re.split(r"\s*[,;]\s*|\s+and\s+|\s+(?:from now on|going forward)\b", name.strip(), maxsplit=1)[0]
+    return name.strip(" \"'.!`*").strip()
+
+
+def identity_en(clause: str) -> Finding | None:
+    future = bool(rules.FUTURE_LEAD_EN.match(clause))
+    clause = rules.FUTURE_TAIL_EN.sub("", rules.FUTURE_LEAD_EN.sub("", clause)).strip()
+    name: str | None = None
+    if match := rules.NAME_INTRO_EN.match(clause):
+        name = _clean_name(match.group("name"))
+    elif (match := rules.CALL_YOU_EN.match(clause)) and re.match(r"[\"'A-Z]|[^\x00-\x7f]", match.group("name")):
+        name = _clean_name(match.group("name"))
+    elif (match := rules.YOU_ARE_NAME_EN.match(clause)) and (future or " now " in clause):
+        name = _clean_name(match.group("name"))
+    if name:
+        return write_finding("UPDATE_IDENTITY", f"The agent's name is {name}.", "The agent's identity: its name.", 0.85)
+    if match := rules.ATTRIBUTE_EN.match(clause):
+        attr = match.group("attr").lower()
+        verb = "are" if match.group("verb").lower() == "are" or attr == "pronouns" else "is"
+        value = rewrite(match.group("value"), second=None)
+        return write_finding(
+            "UPDATE_IDENTITY",
+            finish_en(f"The agent's {attr} {verb} {value}"),
+            f"The agent's identity: its {attr}.",
+            0.85,
+        )
+    if match := rules.ROLE_EN.match(clause):
+        det = {"my": "the user's"}.get(match.group("det").lower(), match.group("det").lower())
+        tail = rewrite(match.group("tail"), second=AGENT_IT)
+        fact = finish_en(f"The agent is {det} {match.group('role')}{tail}")
+        return write_finding("UPDATE_IDENTITY", fact, "The agent's identity: its role.", 0.75)
+    return None
+
+
+# --- Soul: character and manner ---------------------------------------------------------------------------------------
+# Each rule's pattern and how its match is written as an instruction to the agent.
+_SOUL_RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (
+        re.compile(
+            r"^(?:you (?P<modal>should|must|need to|have to|ought to|are to|shall)|I (?:want|need|would like|expect) "
+            r"you to|make sure (?:that )?you)\s+(?P<rest>.+)$",
+            re.I,
+        ),
+        lambda m: (
+            f"The agent {'must' if (m.group('modal') or '').lower() == 'must' else 'should'} "
+            f"{rewrite(m.group('rest'), second=AGENT_IT)}"
+        ),
+    ),
+    (
+        re.compile(r"^(?:make sure to|try to|try not to|remember to)\s+.+$", re.I),
+        lambda m: f"The agent should {rewrite(m.group(0), second=AGENT_IT)}",
+    ),
+    (
+        re.compile(
+            r"^I (?:(?:would prefer|prefer|like|love|hate|dislike|do not like|don't like|cannot stand|can't stand|"
+            r"appreciate) (?:it )?(?:if|when)|would rather) you\b.+$",
+            re.I,
+        ),
+        lambda m: rewrite(m.group(0)),
+    ),
+    (
+        re.compile(r"^(?P<adv>always|never)\s+(?!mind\b)(?P<rest>\w.*)$", re.I),
+        lambda m: f"The agent should {m.group('adv').lower()} {rewrite(m.group('rest'), second=AGENT_IT)}",
+    ),
+    (
+        re.compile(rf"^(?:don't|do not|never)\s+(?:ever\s+)?(?P<rest>(?:{rules.NEG_VERBS})\b.*)$", re.I),
+        lambda m: f"The agent should not {rewrite(m.group('rest'), second=AGENT_IT)}",
+    ),
+    (
+        re.compile(r"^(?:be|stay|sound|act)\s+(?!right back\b|back\b|there\b|quiet\b)\w.*$", re.I),
+        lambda m: f"The agent should {rewrite(m.group(0), second=AGENT_IT)}",
+    ),
+    (
+        re.compile(r"^(?:stop|quit|avoid)\s+\w+ing\b.*$", re.I),
+        lambda m: f"The agent should {rewrite(m.group(0), second=AGENT_IT)}",
+    ),
+    (
+        re.compile(rf"^(?:keep|make)\s+(?:all\s+)?(?:your|the)\s+(?:{rules.OUTPUT_NOUNS})\b.*$", re.I),
+        lambda m: f"The agent should {rewrite(m.group(0), second=AGENT_IT)}",
+    ),
+    (
+        re.compile(
+            rf"^(?:answer|reply|respond|speak|talk|write|communicate)(?:\s+to me)?(?:\s+only)?\s+(?:in (?:{rules.LANGUAGES}|"
+            r"bullet points|full sentences|short sentences|one paragraph|lowercase|markdown|a [\w-]+ tone)\b|more\b|"
+            r"less\b|briefly|concisely|formally|informally|casually|politely|directly|plainly|simply|like\b|as if\b)",
+            re.I,
+        ),
+        lambda m: f"The agent should {rewrite(m.string, second=AGENT_IT)}",
+    ),
+    (
+        re.compile(
+            r"^use\s+(?:fewer|less|more|no|plain|simple|simpler|short|shorter|british|american|metric|imperial|"
+            r"formal|informal|bullet|numbered|emojis?|headings|headers|tables|markdown|examples|analogies|humou?r|"
+            r"a [\w-]+ tone)\b",
+            re.I,
+        ),
+        lambda m: f"The agent should {rewrite(m.string, second=AGENT_IT)}",
+    ),
+    (
+        re.compile(
+            rf"^(?:your|the)\s+(?:{rules.OUTPUT_NOUNS})\s+(?:should|must|need to|needs to|have to|has to|could|can|are|is)\b",
+            re.I,
+        ),
+        lambda m: rewrite(m.string),
+    ),
+    (
+        re.compile(r"^you are\s+(?:way |far |a bit |a little |much |just )?(?:too|overly)\s+(?P<adj>[\w-]+)", re.I),
+        lambda m: f"The user finds the agent too {m.group('adj')}",
+    ),
+    (
+        re.compile(
+            r"^you\s+(?:talk|write|apologi[sz]e|ramble|explain|hedge|repeat yourself|use \w+|ask)\s.*too much\b.*$",
+            re.I,
+        ),
+        lambda m: f"The user finds that {rewrite(m.group(0))}",
+    ),
+)
+
+
+def _lower_first(text: str) -> str:
+    """ "Be more concise" inside "The agent should be more concise"; "I" and acronyms keep their case."""
+    first_word = text.split(" ", 1)[0]
+    if first_word != "I" and not first_word.isupper() and text[:1].isupper():
+        return text[0].lower() + text[1:]
+    return text
+
+
+def soul_main_en(clause: str, *, open_imperative: bool) -> str | None:
+    clause = _lower_first(clause)
+    for pattern, build in _SOUL_RULES:
+        if match := pattern.match(clause):
+            return build(match)
+    if not open_imperative:
+        return None
+    # After "from now on" or a condition, any imperative is an instruction about manner.
+    words = clause.split()
+    if words and words[0].lower() == "you" and len(words) > 1:
+        verb = "be" if words[1].lower() in ("are", "is") else words[1]
+        return f"The agent should {verb} {rewrite(' '.join(words[2:]), second=AGENT_IT)}".rstrip()
+    if (
+        words
+        and words[0].lower() not in rules.NOT_A_VERB
+        and words[0].isalpha()
+        and not words[0].lower().endswith("ing")
+    ):
+        return f"The agent should {rewrite(clause, second=AGENT_IT)}"
+    return None
+
+
+def soul_en(clause: str) -> Finding | None:
+    if mentions_tools(clause):
+        return None
+    future = bool(rules.FUTURE_LEAD_EN.match(clause))
+    clause = rules.FUTURE_TAIL_EN.sub("", rules.FUTURE_LEAD_EN.sub("", clause)).strip()
+    clause = re.sub(r"^(?:please|pls|kindly)\s+", "", clause, flags=re.I)
+    fact: str | None = None
+    if condition := rules.CONDITION_EN.match(clause):
+        main = soul_main_en(condition.group("main"), open_imperative=True)
+        if main and not re.match(r"^I\b", condition.group("main")):
+            cond = rewrite(condition.group("cond"))
+            fact = f"{condition.group('conj').capitalize()} {cond}, {main[0].lower()}{main[1:]}"
+    if fact is None:
+        fact = soul_main_en(clause, open_imperative=future)
+    if not fact:
+        return None
+    return write_finding("UPDATE_SOUL", finish_en(fact), "An instruction about the agent's character or manner.", 0.75)
+
+
+# --- Durable facts about the user -------------------------------------------------------------------------------------
+def _user_fact_en(clause: str) -> str:
+    rewritten = rewrite(clause)
+    if rewritten.lower().startswith("the user ") and not rewritten.lower().startswith("the user's"):
+        rewritten = rewritten[len("the user ") :]
+    return finish_en(rewritten)
+
+
+def user_en(clause: str, *, greeted: bool) -> Finding | None:
+    clause = rules.FUTURE_LEAD_EN.sub("", expand(clause))
+    if match := rules.CALL_ME_EN.match(clause):
+        return write_finding(
+            "UPDATE_USER",
+            f"Prefers to be called {_clean_name(match.group('name'))}.",
+            "How the user wants to be addressed.",
+            0.85,
+        )
+    if greeted and (match := rules.INTRO_EN.match(clause)):
+        return write_finding(
+            "UPDATE_USER", f"The user's name is {match.group('name')}.", "The user introduced themselves.", 0.75
+        )
+    if rules.ONE_OFF_EN.match(clause):
+        return Finding(NO_WRITE, None, "A request for now, not a lasting preference.", 0.7)
+    matched: tuple[str, float] | None = None
+    if (match := rules.MY_EN.match(clause)) and rules.MY_DURABLE & {
+        w.lower().removesuffix("'s") for w in match.group("np").split()
+    }:
+        matched = ("a fact about the user's life", 0.75)
+    else:
+        for label, pattern, confidence in rules.USER_RULES_EN:
+            if match := pattern.match(clause):
+                if "object" in pattern.groupindex and (
+                    not match.group("object").strip(" .!") or rules.REACTION_OBJECT.match(match.group("object"))
+                ):
+                    return Finding(NO_WRITE, None, "A reaction to this conversation, not a lasting preference.", 0.7)
+                matched = (label, confidence)
+                break
+    if matched is None:
+        return None
+    if rules.CHANGE_NOT_EN.match(clause):
+        return Finding(NO_WRITE, None, "About this conversation, not a change in the user's life.", 0.6)
+    if matched[0] == rules.USER_RULES_EN[0][0] and mentions_tools(clause):
+        # "I switched from vim to Emacs": a change of tool goes where the tool facts are, so it can replace them.
+        return write_finding("UPDATE_TOOLS", finish_en(rewrite(clause)), "A change of the user's tools.", matched[1])
+    if rules.TRANSIENT_EN.search(clause):
+        return Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)
+    return write_finding("UPDATE_USER", _user_fact_en(clause), f"About the user: {matched[0]}.", matched[1])

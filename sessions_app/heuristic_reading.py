@@ -1,0 +1,145 @@
+"""How the offline gate reads a message: code spans and URLs kept whole, sentences split, greetings and
+thanks at a sentence's front dropped, and each sentence read as a statement, a question, a hypothetical,
+small talk or a paste too long to be one fact; what a rule finds in a statement (``Finding``), and how a
+fact is finished ("Prefers tea." / "用户喜欢喝茶。"). The phrase lists are in ``heuristic_rules``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from reflection_site.text import count_cjk
+from sessions_app import heuristic_rules as rules
+
+# A fact is one sentence; anything longer is a paste, not a statement to remember.
+MAX_SENTENCE_CHARS = 400
+
+
+# --- Text -------------------------------------------------------------------------------------------------------------
+def protect(text: str) -> tuple[str, list[str]]:
+    """``text`` with its code spans and URLs replaced by placeholders, and the spans (for ``restore``)."""
+    spans: list[str] = []
+
+    def keep(match: re.Match[str]) -> str:
+        spans.append(match.group(0))
+        return f"\x00{len(spans) - 1}\x00"
+
+    return rules.OPAQUE_RE.sub(keep, text), spans
+
+
+def restore(text: str, spans: list[str]) -> str:
+    return re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], text)
+
+
+def is_chinese(text: str) -> bool:
+    """Whether the Chinese rules read this text: more CJK characters than Latin words outside code and URLs
+    ("我用 Mac" is Chinese, "My name is 李雷" is English)."""
+    protected, _ = protect(text)
+    return count_cjk(protected) > len(re.findall(r"[A-Za-z]+(?:[.'/_-][A-Za-z0-9]+)*", protected))
+
+
+def normalise(text: str) -> str:
+    text = (text or "").replace("\u2019", "'").replace("\u2018", "'").replace("\u3000", " ")
+    text = text.replace("\u201c", '"').replace("\u201d", '"')
+    return re.sub(r"[ \t\r\f\v]+", " ", text).strip()
+
+
+def split_sentences(text: str) -> list[str]:
+    protected, spans = protect(text)
+    parts = re.split(r"(?<=[。！？；])|(?<=[.!?;])\s+|\n+", protected)
+    sentences: list[str] = []
+    for part in parts:
+        part = (part or "").strip()
+        if not part:
+            continue
+        if sentences and sentences[-1].lower().endswith(rules.ABBREVIATIONS):
+            sentences[-1] = f"{sentences[-1]} {part}"
+        else:
+            sentences.append(part)
+    return [restore(sentence, spans) for sentence in sentences]
+
+
+def finish_en(text: str) -> str:
+    text = re.sub(r"[\s,;:.!~]+$", "", text.strip())
+    text = re.sub(r",?\s+(?:please|pls|thanks|thank you|thx|btw)$", "", text, flags=re.I)
+    if text and text[0].islower() and text[0].isascii():
+        text = text[0].upper() + text[1:]
+    return f"{text}." if text else ""
+
+
+def finish_zh(text: str) -> str:
+    text = rules.ZH_TAIL_RE.sub("", text.strip())
+    return f"{text}。" if text else ""
+
+
+# --- Reading a sentence: small talk, questions, hypotheticals ---------------------------------------------------------
+@dataclass(frozen=True)
+class Reading:
+    kind: str  # "statement" | "question" | "hypothetical" | "smalltalk" | "long"
+    text: str
+    greeted: bool = False
+
+
+def _strip_leading(text: str) -> tuple[str, bool]:
+    greeted = False
+    while True:
+        before = text
+        for pattern in (rules.EN_LEAD_STRICT, rules.EN_LEAD_LOOSE, rules.ZH_LEAD_STRICT, rules.ZH_LEAD_LOOSE):
+            match = pattern.match(text)
+            if match and match.end() > 0:
+                if re.match(rf"(?:{rules.GREETING_WORDS}|{rules.ZH_GREETING})", match.group(0), re.I):
+                    greeted = True
+                text = text[match.end() :].lstrip()
+        if text == before:
+            return text, greeted
+
+
+def _is_question(text: str) -> bool:
+    if re.search(r"[?？]\s*$", text):
+        return True
+    if is_chinese(text):
+        if text.startswith("请问") or re.search(r"(?:吗|呢|么|嘛)[\s。.！!~～]*$", text):
+            return True
+        return not re.search(r"[。！!.]$", text) and bool(rules.ZH_QUESTION_WORDS.search(text))
+    return bool(rules.EN_QUESTION_START.match(text))
+
+
+def _is_smalltalk(text: str) -> bool:
+    return not text or bool(
+        rules.EN_SMALLTALK.match(text) or rules.ZH_SMALLTALK.match(text) or rules.EN_GREETING_NAME.match(text)
+    )
+
+
+def read_sentence(sentence: str) -> Reading:
+    if len(sentence) > MAX_SENTENCE_CHARS:
+        return Reading("long", sentence)
+    if sentence.startswith("请问"):
+        return Reading("question", sentence)
+    if _is_smalltalk(sentence):
+        return Reading("smalltalk", sentence)
+    text, greeted = _strip_leading(sentence)
+    text = rules.ZH_TAIL.sub("", rules.EN_TAIL.sub("", text)).strip()
+    if _is_smalltalk(text):
+        return Reading("smalltalk", text, greeted)
+    polite = rules.EN_POLITE.match(text) or rules.ZH_POLITE.match(text)
+    if polite:
+        return Reading("statement", polite.group("rest").strip(), greeted)
+    if rules.EN_HYPOTHETICAL.search(text) or rules.ZH_HYPOTHETICAL.search(text):
+        return Reading("hypothetical", text, greeted)
+    if _is_question(text):
+        return Reading("question", text, greeted)
+    return Reading("statement", text, greeted)
+
+
+# --- What a rule finds ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Finding:
+    decision: str
+    fact: str | None
+    reason: str
+    confidence: float
+
+
+def write_finding(decision: str, fact: str, reason: str, confidence: float) -> Finding | None:
+    return Finding(decision, fact, reason, confidence) if fact else None

@@ -1,0 +1,588 @@
+"""The offline memory gate's rule tables: the decisions, the phrase lists and the regular expressions the rules
+match (``sessions_app.heuristic_gate`` says how a turn is read and in which order the rules run).
+
+Data only, no logic: a new phrasing is a change here; what a match means is in the module that reads it
+(``heuristic_reading``: sentences, small talk, questions; ``heuristic_person``: first and second person into
+the third; ``heuristic_english`` and ``heuristic_chinese``: the rules; ``heuristic_remember``: requests to
+remember). This is the one module allowed past 500 lines (tests/test_architecture.py), because it is tables.
+"""
+
+from __future__ import annotations
+
+import re
+
+DECISIONS = ("NO_WRITE", "UPDATE_MEMORY", "UPDATE_USER", "UPDATE_SOUL", "UPDATE_IDENTITY", "UPDATE_TOOLS")
+
+# Rule order, highest first: an explicit request beats everything, a generic "I …" statement last.
+PRECEDENCE = ("UPDATE_MEMORY", "UPDATE_IDENTITY", "UPDATE_SOUL", "UPDATE_TOOLS", "UPDATE_USER")
+
+NO_WRITE = "NO_WRITE"
+
+
+# --- Text: what is never split, what ends a fact ----------------------------------------------------------------------
+# Code spans and URLs are opaque: never split, never rewritten.
+OPAQUE_RE = re.compile(
+    r"```.*?```|`[^`\n]+`|https?://[^\s`\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]*[^\s`.,;:!?)\]'\"\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]",
+    re.S,
+)
+ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "ms.", "dr.", "st.", "approx.", "no.")
+
+ZH_TAIL_RE = re.compile(r"(?:[\s。.，,；;：:！!~～]|吧|哦|喔|啊|呀|啦|哈|嘛)+$")
+
+
+# --- Third person (English and Chinese) -------------------------------------------------------------------------------
+CONTRACTIONS = (
+    (r"\bI'm\b", "I am"),
+    (r"\bI've\b", "I have"),
+    (r"\bI'll\b", "I will"),
+    (r"\bI'd\b", "I would"),
+    (r"\byou're\b", "you are"),
+    (r"\byou've\b", "you have"),
+    (r"\byou'll\b", "you will"),
+    (r"\byou'd\b", "you would"),
+    (r"\bwe're\b", "we are"),
+    (r"\bwe've\b", "we have"),
+    (r"\bwe'll\b", "we will"),
+    (r"\blet's\b", "let us"),
+    (r"\bdont\b", "don't"),
+)
+
+
+ADVERBS = frozenset(
+    "really also actually generally usually often always never sometimes mostly totally absolutely "
+    "definitely genuinely truly strongly much still just only rarely typically normally especially "
+    "particularly honestly seriously even mainly currently kinda already personally simply deeply "
+    "rather slightly certainly mostly frequently occasionally now nowadays recently finally no longer".split()
+)
+MODALS = frozenset("can could will would shall should may might must cannot".split())
+PAST = frozenset(
+    "was had did went grew got made said left came became began bought ran met spent took gave saw knew "
+    "thought felt kept lost found told wrote built sold taught brought chose drove ate drank fell flew "
+    "forgot heard held led meant paid put quit read rode sat set shut slept spoke stood swam understood "
+    "woke won wore".split()
+)
+IRREGULAR = {
+    "am": "is",
+    "are": "is",
+    "were": "was",
+    "have": "has",
+    "do": "does",
+    "go": "goes",
+    "don't": "doesn't",
+    "haven't": "hasn't",
+    "aren't": "isn't",
+    "weren't": "wasn't",
+}
+SUBJECT_LEADERS = frozenset(
+    "that when whenever if because and but so since while unless until as whether where before after once "
+    "then or".split()
+)
+
+
+FIRST_PERSON_KIND = {"me": "object", "my": "possessive", "mine": "possessive", "myself": "reflexive"}
+
+# "我女儿" reads as "my daughter": these nouns take an implied 的.
+ZH_KIN = (
+    "女儿|儿子|老婆|老公|妻子|丈夫|太太|先生|孩子|妈妈|爸爸|父母|母亲|父亲|哥哥|姐姐|弟弟|妹妹|家人|男朋友|女朋友|"
+    "对象|老家|家乡|公司|老板|领导|同事|朋友|猫|狗|家"
+)
+
+
+# --- Reading a sentence: small talk, questions, hypotheticals, polite requests ----------------------------------------
+GREETING_WORDS = r"hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|day)|nice to meet you"
+EN_LEAD_LOOSE = re.compile(
+    rf"^(?:{GREETING_WORDS}|btw|by the way|fyi|just so you know|just fyi|for the record|for your information|"
+    r"and also|also|oh and|and|oh|actually|anyway|anyways|one more thing|quick note|heads up|please|pls|plz|"
+    r"kindly|um+|uh+|so)\b[\s,:;!.\-\u2013\u2014]*",
+    re.I,
+)
+EN_LEAD_STRICT = re.compile(
+    r"^(?:ok(?:ay)?|alright|all right|sure|great|cool|well|yes|yeah|yep|yup|no|nope|nah|thanks|thank you|thx|"
+    r"hmm+|ah+|got it|perfect|nice|right|fine|wait|listen|look|note|understood)\s*[,:;!.\-\u2013\u2014]+\s*",
+    re.I,
+)
+ZH_GREETING = r"你好|您好|嗨|哈喽|早上好|早安|晚上好|下午好"
+ZH_LEAD_LOOSE = re.compile(
+    r"^(?:对了|顺便说一下|顺便说一句|顺便提一下|顺便一提|顺便|另外|还有|其实|说一下|告诉你|跟你说|我跟你说|我告诉你|"
+    r"提醒一下|补充一下|然后|那么|请(?!问)|麻烦你|麻烦|话说|你知道吗)[\s，,：:！!。]*"
+)
+ZH_LEAD_STRICT = re.compile(
+    rf"^(?:{ZH_GREETING}|好的|好吧|好|嗯+|哦+|噢|喔|对|是的|行|可以|谢谢你|谢谢|多谢|哈+|ok|okay|收到|明白了|明白)"
+    r"[\s，,：:！!。~～]+",
+    re.I,
+)
+EN_TAIL = re.compile(r"[\s,]+(?:please|pls|thanks|thank you|thx|btw|ok|okay)\s*[.!?]*$", re.I)
+ZH_TAIL = re.compile(
+    r"(?:[，,]?(?:谢谢|谢啦|多谢|好吗|好不好|行吗|可以吗|行不行))+[。！!？?~～]*$|(?:哦|啊|呀|啦|哈|嘛|喔)+[。！!~～]*$"
+)
+
+EN_SMALLTALK_ITEM = (
+    r"(?>(?:hi|hello|hey|yo|hiya|howdy|good (?:morning|afternoon|evening|night|day)|morning|evening|thanks|"
+    r"thank you|many thanks|thx|ty|ok|okay|k|kk|cool|nice|great|awesome|perfect|excellent|wonderful|amazing|"
+    r"got it|gotcha|sounds good|sounds great|makes sense|lol|lmao|(?:ha)+h?|(?:he)+h?|bye|goodbye|bye bye|see you|"
+    r"see ya|later|cheers|sure|yes|no|yep|nope|yeah|yup|nah|you're welcome|you are welcome|no problem|np|"
+    r"no worries|good job|well done|nice work|great job|love it|i love it|like it|i like it|"
+    r"that's (?:great|nice|cool|it|fine|perfect|awesome|helpful|right|correct|true)|"
+    r"that was (?:\w+ )?(?:helpful|great|useful|fun|nice|good|awesome)|never ?mind|hmm+|i see|ah+|oh+|wow|"
+    r"oops|sorry|my bad|fine|alright|all right|good|very good|indeed|exactly|right|true|agreed|same|me too|"
+    r"interesting|noted|understood|of course)\b)"
+    r"(?:\s+(?>(?:you|there|again|everyone|all|friend|buddy|mate|so much|a lot|very much|too|then|for now|"
+    r"for the help|for your help|for that|for this)\b))*+"
+)
+# One item at a time, each matched atomically and separated by spaces or punctuation, so that a long
+# "hahaha…" has exactly one reading (no exponential backtracking).
+EN_SMALLTALK = re.compile(rf"^{EN_SMALLTALK_ITEM}(?:[\s,!.~:)(]++{EN_SMALLTALK_ITEM})*+[\s,!.~:)(]*+$", re.I)
+EN_GREETING_NAME = re.compile(r"^(?:hi|hello|hey|good \w+|thanks|thank you)[\s,]+[A-Z][\w-]*[\s,!.]*$")
+ZH_SMALLTALK = re.compile(
+    r"^(?:(?>你好|您好|嗨|哈喽|早上好|早安|早|晚上好|晚安|下午好|中午好|谢谢你|谢谢|谢啦|多谢|感谢|太感谢了|好的呢|好的|"
+    r"好吧|好|嗯++|哦++|噢|喔|行|可以|没问题|哈++|(?:呵)++|再见|拜拜|回头见|辛苦了|厉害|不错|太棒了|真棒|棒|收到|明白了|"
+    r"明白|了解|知道了|懂了|对的|对|是的|没事|不客气|不用谢|别客气|别担心|不用了|算了|ok|okay)"
+    r"[\s，,！!。~～啦呀啊哦了的]*+)++$",
+    re.I,
+)
+
+EN_HYPOTHETICAL = re.compile(
+    r"^(?:what if|suppose|supposing|imagine|hypothetically|let us say|pretend|assuming|in theory|"
+    r"if only|i wish)\b"
+    r"|^if (?:i|we|you) (?:were|was|had|could|would|did|lived|liked|loved|hated|preferred|worked|moved|won|"
+    r"became|got)\b"
+    r"|\b(?:i would|we would) \w+.*\bif\b",
+    re.I,
+)
+ZH_HYPOTHETICAL = re.compile(
+    r"^(?:假如|假设|假使|设想|想象一下|想象|要是|万一|如果说|倘若|比如说|打个比方|如果我|我要是)|^(?:如果|要是)[^，,]*的话"
+)
+
+EN_QUESTION_START = re.compile(
+    r"^(?:(?:what|who|whom|whose|where|when|why|how|which)(?:'s|'re|\s+(?:is|are|was|were|do|does|did|can|could|"
+    r"would|will|should|shall|have|has|had|am|about|many|much|long|often|come|else|kind|sort)\b)"
+    r"|(?:do|does|did|is|are|am|was|were|can|could|would|will|shall|should|have|has|had|may|might|must|isn't|"
+    r"aren't|don't|doesn't|didn't|won't|wouldn't|can't|couldn't|shouldn't)\s+(?:i|you|we|they|he|she|it|there|"
+    r"this|that|these|those|my|your|our|the|a|an|anyone|someone|anybody)\b"
+    r"|i (?:wonder|was wondering|am wondering)\b|do you know\b|any idea\b|tell me\b|guess what\b)",
+    re.I,
+)
+ZH_QUESTION_WORDS = re.compile(
+    r"什么|怎么|为什么|为啥|哪里|哪儿|哪个|哪些|谁|多少|几点|几个|是不是|能不能|可不可以|会不会|有没有|要不要|对不对|"
+    r"好不好|行不行|是否|啥"
+)
+
+REMEMBER_VERBS_EN = (
+    r"remember|not forget|never forget|note|keep in mind|bear in mind|make a note|write down|jot down|"
+    r"memori[sz]e|call yourself|refer to yourself|go by|always|never|stop|start|be\b|use (?:fewer|less|more|no)|"
+    r"answer|reply|respond|speak|talk|keep (?:your|the)|try to|avoid"
+)
+EN_POLITE = re.compile(
+    rf"^(?:can|could|would) you (?:please |kindly |also )?(?P<rest>(?:{REMEMBER_VERBS_EN}).+?)(?:,? please)?\s*\?*$",
+    re.I,
+)
+ZH_POLITE = re.compile(
+    r"^(?:你)?(?:能|能不能|可以|可不可以|能否|可否)(?:请你|麻烦你)?(?:帮我)?"
+    r"(?P<rest>(?:记住|记下|记一下|记得|以后|今后|从现在开始|别|不要|用中文|用英文|用英语|说话|回答|少用|多用|自称).+?)"
+    r"(?:吗|么|嘛|呢)?[？?。]*$"
+)
+
+
+# --- Tools and environment (English) ----------------------------------------------------------------------------------
+# Tools and environment. Strong markers are enough on their own; weak ones need a tool-shaped sentence.
+STRONG_TOOL_RE = re.compile(
+    r"`[^`]+`|\bhttps?://\S+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"
+    r"|\b[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|dev|internal|local|lan|app|cloud|co|ai|corp|intra)\b"
+    r"|\b[a-z][\w.-]*:\d{2,5}\b|(?:^|\s)(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+|(?:^|\s)~/[\w.-]+"
+    r"|\b[\w-]+\.(?:sh|py|js|ts|go|rs|rb|yml|yaml|json|toml|ini|cfg|conf|env|lock|sql|ps1|bat)\b"
+    r"|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[A-Z][A-Z0-9_]*=\S+|(?:^|\s)--?[a-z][\w-]*|\$[A-Za-z_]\w*|\b(?:run|type|execute)\s+make\s+[a-z][\w-]*",
+)
+KNOWN_TOOLS = (
+    r"npm|pnpm|yarn|pip|pipx|uv|poetry|conda|docker|podman|kubectl|k8s|kubernetes|helm|terraform|ansible|git|"
+    r"github|gitlab|bitbucket|gh|ssh|rsync|curl|wget|python|node|nodejs|cargo|rustc|golang|gradle|maven|mvn|"
+    r"pytest|jest|ruff|eslint|prettier|vim|neovim|nvim|emacs|vscode|tmux|bash|zsh|postgres|postgresql|mysql|"
+    r"sqlite|redis|nginx|celery|jenkins|grafana|sentry|jira|aws|gcp|azure|heroku|vercel|netlify|s3|django|"
+    r"webpack|vite|makefile|homebrew|brew|apt|systemd|cron|crontab"
+)
+INFRA_NOUNS = (
+    r"apis?|endpoints?|servers?|databases?|db|repos?|repository|repositories|clusters?|buckets?|hosts?|"
+    r"dashboards?|registry|vpn|wiki|docs|logs|staging|production|prod|ci|cd|pipelines?|containers?|vms?|"
+    r"scripts?|commands?|terminal|shell|cli|environment|env"
+)
+DEV_WORDS = (
+    r"deploy\w*|builds?|commits?|push(?:es|ed|ing)?|merg(?:e|es|ed|ing)|rebas\w*|branch\w*|migrat\w*|lint\w*|tests?|test suite|"
+    r"releases? branch"
+)
+WEAK_TOOL_RE = re.compile(rf"\b(?:{KNOWN_TOOLS}|{INFRA_NOUNS}|{DEV_WORDS})\b", re.I)
+TOOL_STRUCTURES = (
+    re.compile(
+        r"^(?:(?:always|never|please|just|first|only)\s+)?(?:don't\s+|do not\s+|never\s+)?(?:use|run|deploy|call|"
+        r"execute|ssh|type|build|push|test|restart|set|export|install|connect|invoke|start|launch|source|pull|"
+        r"merge|rebase|ship|lint|format|migrate|commit|check|open|log in|login|point|configure|tag)\b",
+        re.I,
+    ),
+    re.compile(r"^(?:to|for) \w+", re.I),
+    re.compile(
+        rf"\b(?:{INFRA_NOUNS})\b[^.]*?\b(?:lives?|is hosted|are hosted|is deployed|are deployed|runs?|is running|"
+        r"are running|is available|is located|listens|sits|is reachable|is|are|uses|use|needs|requires)\b",
+        re.I,
+    ),
+    re.compile(
+        r"^(?:I|we|the team|our team|our \w+|my team)\s+(?:\w+ly\s+)?(?:use|deploy|host|build|run|ship|develop|"
+        r"test|manage|store|keep|track|push|merge|release)\w*\b",
+        re.I,
+    ),
+    re.compile(
+        r"^(?:the\s+)?(?:command|password|token|key|credentials|login|username|port|url|address|hostname)s?\b", re.I
+    ),
+)
+
+
+# --- Identity (English) -----------------------------------------------------------------------------------------------
+# Identity
+FUTURE_EN = r"from now on|going forward|from here on(?: out)?|henceforth|in (?:the )?future|starting (?:now|today)"
+FUTURE_LEAD_EN = re.compile(rf"^(?:{FUTURE_EN})[\s,:]+", re.I)
+FUTURE_TAIL_EN = re.compile(rf"[\s,]+(?:{FUTURE_EN}|please|then|okay|ok)\s*[.!]*$", re.I)
+NAME_INTRO_EN = re.compile(
+    r"^(?:your name (?:is now|is|will be|shall be|should be)|you are (?:now )?(?:called|named|known as)|"
+    r"you will be (?:called|named|known as)|you shall be (?:called|known as)|(?:call|name) yourself|"
+    r"introduce yourself as|refer to yourself as|go by|answer to(?: the name)?)\s+(?P<name>.+)$",
+    re.I,
+)
+CALL_YOU_EN = re.compile(
+    r"^(?:I will|I am going to|I'm going to|we will|let us|I would like to|I want to|I shall|I am gonna)\s+"
+    r"call you\s+(?P<name>.+)$",
+    re.I,
+)
+ATTRIBUTE_EN = re.compile(
+    r"^your (?P<attr>emoji|avatar|pronouns|persona|vibe|creature|role|job|title|nickname|signature|sign-off|"
+    r"catchphrase|gender|species|mascot|motto)\s+(?P<verb>is now|is|are|will be|should be|shall be)\s+(?P<value>.+)$",
+    re.I,
+)
+ROLE_NOUNS = (
+    r"assistant|helper|tutor|coach|bot|agent|secretary|advisor|adviser|butler|companion|mentor|guide|reviewer|"
+    r"editor|translator|teacher|sidekick|copilot|co-pilot|pair programmer|researcher|analyst|planner|concierge|"
+    r"trainer|consultant|expert|specialist|buddy"
+)
+ROLE_EN = re.compile(
+    rf"^you are (?:now )?(?P<det>my|a|an|the) (?P<role>(?:[\w'-]+ ){{0,4}}?(?:{ROLE_NOUNS}))\b(?P<tail>.*)$", re.I
+)
+YOU_ARE_NAME_EN = re.compile(r"^(?i:you are(?: now)?) (?P<name>[A-Z][\w'-]*(?: [A-Z][\w'-]*){0,2})\s*[.!]*$")
+
+
+# --- Soul: character and manner (English) -----------------------------------------------------------------------------
+# Soul: character and manner.
+OUTPUT_NOUNS = (
+    r"answers?|repl(?:y|ies)|responses?|messages?|tone|explanations?|summar(?:y|ies)|emails?|texts?|sentences|"
+    r"paragraphs|output|code comments|jokes|writing|style|voice|personality|humou?r"
+)
+LANGUAGES = (
+    r"english|british english|american english|chinese|mandarin|cantonese|german|french|spanish|japanese|korean|"
+    r"italian|portuguese|russian|dutch|arabic|hindi|plain english|simple english|plain language|simple language"
+)
+NEG_VERBS = (
+    r"be|use|apologi[sz]e|say|call|add|include|write|reply|answer|respond|start|end|give|make|repeat|ask|sound|"
+    r"act|talk|speak|over-?explain|explain|mention|lecture|moralize|moralise|hedge|sugarcoat|pad|assume|guess|"
+    r"invent|summari[sz]e|translate|interrupt|swear|curse|put|show|overuse|capitali[sz]e|format|sign|greet|"
+    r"praise|flatter|patroni[sz]e|bold|quote|cite|send|share|remind|correct"
+)
+
+NOT_A_VERB = frozenset(
+    "i we you he she it they my our your the a an this that these those there here what who which it's "
+    "his her their its".split()
+)
+CONDITION_EN = re.compile(
+    r"^(?P<conj>when|whenever|if|before|after|once)\s+(?P<cond>[^,]+),\s*(?:then\s+)?(?P<main>.+)$", re.I
+)
+
+
+# --- Explicit requests to remember ------------------------------------------------------------------------------------
+# Explicit requests to remember.
+REMEMBER_EN = re.compile(
+    r"^(?:(?:please|pls|plz|also|and|oh|so|now|just|kindly|from now on|going forward)[,]?\s+)*"
+    r"(?:(?:I (?:want|need|would like) you to|you (?:should|need to|must|have to)|make sure (?:to|you)|try to|"
+    r"always|can you|could you)\s+)?"
+    r"(?P<verb>remember|don't forget|do not forget|never forget|not forget|keep in mind|bear in mind|"
+    r"make a note(?: of)?|make note(?: of)?|take note(?: of)?|note down|note(?= that\b)|write down|jot down|memori[sz]e|"
+    r"commit to memory|remind me|save (?:this|that|it)(?: (?:to|in) (?:your )?memory)?|"
+    r"store (?:this|that|it) (?:in|to) (?:your )?memory|add (?:this |that |it )?to (?:your )?memory)\b(?P<rest>.*)$",
+    re.I,
+)
+REMEMBER_TAIL_EN = re.compile(
+    r"^(?P<content>.+?)\s*[,;:.!\-\u2013\u2014]+\s*(?:please\s+)?(?:remember (?:that|this|it)|remember|"
+    r"don't forget (?:that|this|it)|do not forget (?:that|this|it)|don't forget|keep (?:that|this|it) in mind|"
+    r"make a note of (?:that|this|it)|note that down|write that down)(?:,?\s*(?:please|ok|okay|thanks))?\s*[.!]*$",
+    re.I,
+)
+BARE_EN = re.compile(
+    r"^(?:this|that|it|these|those)?(?: one)?(?:\s*(?:for (?:me|later|next time|the future)|too|as well|please|now))*$",
+    re.I,
+)
+REMEMBER_ZH = re.compile(
+    r"^(?:(?:以后|今后|从现在开始|请你|请|麻烦你|麻烦|帮我|你一定要|你要|你得|一定要|一定|务必|千万要|千万|要|得|你|可以)\s*)*"
+    r"(?P<verb>记住|记得|记一下|记下来|记下|记好|记牢|别忘了|不要忘了|别忘记|不要忘记|千万别忘了|牢记)(?P<rest>.*)$"
+)
+REMEMBER_TAIL_ZH = re.compile(
+    r"^(?P<content>.+?)[，,。！!\s]+(?:请|你|要|一定要|帮我)?"
+    r"(?:记住|记一下|记下来|记下|记好|别忘了|不要忘了|别忘记|不要忘记)(?:了|哦|啊|吧|喔|呀|这个|这一点)*[。！!]*$"
+)
+BARE_ZH = re.compile(r"^(?:这个|这件事|这一点|这些|这|了|哦|啊|吧|喔|呀|一下|下来|好|住)*$")
+
+
+# --- Durable facts about the user (English) ---------------------------------------------------------------------------
+# Durable facts about the user (English).
+TRANSIENT_EN = re.compile(
+    r"\b(?:today|tonight|right now|at the moment|this (?:morning|afternoon|evening|week)|yesterday|tomorrow|"
+    r"just now)\b",
+    re.I,
+)
+ONE_OFF_EN = re.compile(r"^I (?:would|will) (?:like|love|prefer|rather|want|need|take|have)\b", re.I)
+ADV = r"(?:(?:really|also|actually|generally|usually|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
+PREFERENCE_EN = re.compile(
+    rf"^I\s+{ADV}(?:prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|despise|can't stand|cannot stand|"
+    r"can not stand|don't like|do not like|don't mind|do not mind|don't eat|do not eat|don't drink|do not drink|"
+    r"can't eat|cannot eat|never eat|never drink|am into|am (?:a )?(?:big |huge )?fan of|favou?r)\b(?P<object>.*)$",
+    re.I,
+)
+REACTION_OBJECT = re.compile(r"^\s*(?:it|this|that|these|those|them|yours?)\b(?!\s+(?:when|if)\b)", re.I)
+DURABLE_ADJECTIVES = (
+    r"vegetarian|vegan|pescatarian|gluten-free|lactose intolerant|left-handed|right-handed|colou?rblind|deaf|"
+    r"blind|married|single|divorced|engaged|widowed|retired|pregnant|diabetic|allergic|based|from|originally|"
+    r"fluent|bilingual|native|self-employed|freelance|freelancing|unemployed|dyslexic|autistic|introverted|"
+    r"extroverted|an? (?!bit\b|little\b|lot\b|tad\b|sort\b|kind\b)\w+|\d+(?: years old|-year-old)|"
+    r"(?:learning|studying|training for|preparing for|saving for|working on|working at|working as|working for|"
+    r"building|writing|planning|moving to|responsible for|in charge of)\b"
+)
+# An update or a negation of something the user said before (the guardian replaces the old line).
+CHANGE_EN = re.compile(
+    rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:switched|changed|moved|relocated|started|joined|quit|"
+    r"left|gave up|stopped|dropped|ditched|swapped|traded|became|went|got (?:a new job|married|divorced|engaged))\b|"
+    r"^I\s+(?:am|do|have)?\s*no longer\b|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
+    r"^I\s+(?:now|nowadays)\s+\w+",
+    re.I,
+)
+# "I changed my mind", "I started it": about this conversation, not a change in the user's life.
+CHANGE_NOT_EN = re.compile(
+    r"^I\s+(?:\w+\s+)?(?:changed|switched|started|stopped|gave up|left|dropped|quit)\s+(?:my mind|it|this|that|them|the (?:topic|subject)|"
+    r"talking|asking|reading|typing|here|there)\b",
+    re.I,
+)
+ROUTINE_EN = re.compile(
+    rf"^I\s+{ADV}(?:wake up|get up|go to bed|go to sleep|sleep|work out|exercise|train|run|swim|cycle|meditate|"
+    r"start work|finish work|have (?:a )?(?:standup|stand-up|lunch|dinner|breakfast)|go to the gym|take my \w+)\b"
+    r".*\b(?:at \d|at (?:noon|midnight)|on (?:mon|tue|wed|thu|fri|sat|sun)\w*|every|each|daily|weekly|\d\s?(?:am|pm))",
+    re.I,
+)
+USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
+    ("a change to something the user said before", CHANGE_EN, 0.75),
+    ("the user's routine", ROUTINE_EN, 0.7),
+    ("a stated preference", PREFERENCE_EN, 0.8),
+    (
+        "where the user lives or comes from",
+        re.compile(rf"^I\s+{ADV}(?:live|come from|grew up|was born|moved|relocated|reside)\b", re.I),
+        0.8,
+    ),
+    (
+        "the user's work, studies or skills",
+        re.compile(
+            rf"^I\s+{ADV}(?:work|study|teach|manage|lead|run (?:a|an|my|the)|own|volunteer|play|speak|drive|ride|"
+            r"cook|practi[cs]e|collect|attend|use|code|program|develop|design|maintain|support|write)\b",
+            re.I,
+        ),
+        0.7,
+    ),
+    ("a durable trait", re.compile(rf"^I am\s+{ADV}(?:{DURABLE_ADJECTIVES})", re.I), 0.75),
+    (
+        "the user's family, pets or health",
+        re.compile(
+            r"^I\s+(?:have|have got)\s+(?:a |an |one |two |three |four |five |\d+ )?(?:[\w-]+ ){0,2}?"
+            r"(?:dogs?|cats?|pets?|kids?|child|children|sons?|daughters?|brothers?|sisters?|wife|husband|partner|"
+            r"boyfriend|girlfriend|twins|grandchildren|allerg\w+|diabetes|asthma|adhd|dyslexia|degree|phd|"
+            r"master's|bachelor's)\b",
+            re.I,
+        ),
+        0.75,
+    ),
+    (
+        "something long-standing",
+        re.compile(
+            r"^I have\s+(?:been\s+)?\w+\b.*\b(?:for (?:\w+ )?(?:years|months|decades|ages|a long time)|since)\b", re.I
+        ),
+        0.7,
+    ),
+    (
+        "a habit",
+        re.compile(
+            r"^I\s+(?:usually|always|never|often|normally|typically|rarely|generally|tend to|mostly)\s+\w+", re.I
+        ),
+        0.65,
+    ),
+    (
+        "a goal",
+        re.compile(
+            r"^I\s+(?:want|hope|plan|intend|am planning|am trying|aim) to\s+(?:learn|become|move|switch|get better|"
+            r"improve|retire|start|quit|study|travel|visit|run a|finish)\b",
+            re.I,
+        ),
+        0.6,
+    ),
+)
+MY_DURABLE = frozenset(
+    "name names nickname birthday wife husband partner son sons daughter daughters kid kids children child mother "
+    "mom mum father dad parents brother brothers sister sisters family dog dogs cat cats pet pets boss manager "
+    "team company employer job role title timezone email phone address hometown city country language pronouns "
+    "age anniversary allergy allergies diet hobby hobbies favourite favorite colour color food team's "
+    "girlfriend boyfriend fiance fiancee university school degree major salary car house apartment flat "
+    "native first zone".split()
+)
+MY_EN = re.compile(
+    r"^my\s+(?P<np>[\w' -]{1,40}?)\s+(?:is|are|was|were|has|have|lives|live|works|work|likes|like|loves|love|"
+    r"hates|goes|studies|turns|just turned)\b",
+    re.I,
+)
+CALL_ME_EN = re.compile(r"^(?i:(?:you can |you may |just |please )?call me)\s+(?P<name>[\"'A-Z\u4e00-\u9fff].*)$")
+INTRO_EN = re.compile(r"^(?:I am|this is)\s+(?P<name>[A-Z][\w'-]*(?: [A-Z][\w'-]*)?)\b")
+
+
+# --- Chinese: tools, identity, soul -----------------------------------------------------------------------------------
+ZH_TOOL_VOCAB = re.compile(
+    r"部署|命令|脚本|服务器|数据库|接口|仓库|代码库|测试环境|生产环境|预发|线上环境|环境变量|端口|域名|配置文件|分支|"
+    r"构建|编译|上线|集群|容器|镜像|流水线|密钥|日志"
+)
+ZH_TOOL_STRUCTURE = re.compile(r"[A-Za-z][\w.-]*|在|位于|跑在|部署在|地址|用|使用|是|运行|执行")
+ZH_TOOL_USE = re.compile(
+    rf"^(?:我们|团队|我们团队|我|大家)?(?:都|一般|平时|统一)?(?:用|使用|运行|执行|跑)\s*(?:{KNOWN_TOOLS})\b", re.I
+)
+
+
+FUTURE_ZH = re.compile(r"^(?:以后|今后|从现在开始|从现在起|从今以后|往后|接下来|下次|之后)[\s，,]*")
+NAME_ZH = re.compile(
+    r"^(?:你的名字(?:就)?(?:是|叫|改成|改为)|你(?:以后)?(?:就)?(?:叫|名叫|改叫|改名叫|改名为|自称)|"
+    r"我(?:以后)?(?:就)?(?:叫|称呼|称|喊)你(?:为)?|(?:请)?称呼你自己(?:为)?|(?:你)?给(?:你)?自己起(?:个|一个)?名字(?:叫)?)"
+    r"(?P<name>.+)$"
+)
+ATTRIBUTE_ZH = re.compile(
+    r"^你的(?P<attr>表情符号|表情|emoji|头像|代词|人设|身份|角色|称号|昵称|口头禅|性别|物种|签名)(?:就)?(?:是|改成|改为|设为|换成)(?P<value>.+)$",
+    re.I,
+)
+ROLE_ZH = re.compile(
+    r"^你(?:现在)?(?:就)?是(?P<rest>(?:我的)?(?:一个|一名|一位|个)?.{0,12}?"
+    r"(?:助手|助理|秘书|老师|教练|顾问|管家|伙伴|导师|翻译|编辑|机器人|专家|搭档|陪练|军师).*)$"
+)
+ZH_NAME_TAIL = re.compile(r"(?:吧|了|好了|就行|就好|哦|啊|呀|啦|[。！!~～\s\"'「」“”])+$")
+
+ZH_MODALS = r"要|应该|应当|必须|得|需要|一定要|最好|尽量|总是|永远|始终|一直|不要|不能|不用"
+ZH_NEGATIVE = r"别|不要|不许|不准|千万别|千万不要"
+ZH_NOT_SOUL = r"担心|着急|客气|介意|急|怕|难过|生气|忘|管"
+ZH_COMPLIMENTS = r"棒|好|厉害|聪明|可爱|牛|强|贴心|有用|给力|优秀|暖"
+ZH_COMPLAINT = re.compile(
+    rf"^你(?P<what>说话|回答|回复)?(?P<degree>太|有点儿?|实在太|真是太)(?P<adj>(?!{ZH_COMPLIMENTS}).+?)了?$"
+)
+ZH_SOUL_FORMS = (
+    re.compile(rf"^你(?:{ZH_MODALS}|{ZH_NEGATIVE}|少|多)"),
+    re.compile(rf"^(?:{ZH_NEGATIVE})(?:再)?(?!{ZH_NOT_SOUL})"),
+    re.compile(r"^(?:用|使用)(?:中文|汉语|英文|英语|日语|简体中文|繁体中文|粤语|普通话|简体|繁体)"),
+    re.compile(
+        r"^(?:回答|回复|说话|语气|解释|讲话|措辞|输出|答案|文风|风格|语言).*(?:简短|简洁|短|精简|详细|正式|随意|轻松|礼貌|"
+        r"直接|委婉|幽默|专业|通俗|口语化|温柔|耐心|客观|一点|一些|点儿)"
+    ),
+    re.compile(r"^(?:少|多)(?:用|说|加|讲|写|给|举)"),
+)
+
+
+# --- Chinese: durable facts about the user ----------------------------------------------------------------------------
+TRANSIENT_ZH = re.compile(r"今天|今晚|刚才|刚刚|此刻|这会儿|昨天|明天|今早")
+ZH_ADV = r"(?:也|还|真的|很|非常|特别|比较|最|一直|还是|超级|超|挺|蛮|更|都|就|其实|本来|向来|从来|平时|一般|不太|不怎么|不是很|有点儿?)*"
+ZH_DURABLE_MY = (
+    r"名字|生日|老婆|妻子|丈夫|老公|女儿|儿子|孩子|猫|狗|宠物|时区|邮箱|家乡|老家|母语|工作|职业|公司|老板|爱好|专业|城市|"
+    r"电话|手机号|地址|血型|星座|年龄|身高|过敏|饮食|偏好|习惯|口味|团队|部门|上司|领导|同事|朋友|男朋友|女朋友|父母|爸爸|"
+    r"妈妈|哥哥|姐姐|弟弟|妹妹|家人|车|母校|学校|代词|家"
+)
+USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
+    (
+        "a change to something the user said before",
+        re.compile(
+            r"^我(?:已经|现在|最近|刚|前不久|上个月|去年|终于)?(?:搬到|搬去|搬家到|移居|换到|跳槽到|转到|改用|换成|换用|开始用|"
+            r"入职|加入|辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了$|改成|改吃|开始吃|成了|变成)"
+        ),
+        0.75,
+    ),
+    (
+        "the user's routine",
+        re.compile(
+            r"^我(?:现在|平时|一般|通常)?(?:每天|每周.|每晚|周.)?.{0,6}?(?:点|點)(?:半|钟)?.{0,4}(?:起床|睡觉|上班|下班|健身|跑步|吃饭)"
+        ),
+        0.7,
+    ),
+    (
+        "a stated preference",
+        re.compile(
+            rf"^我{ZH_ADV}(?:喜欢|爱|热爱|讨厌|不喜欢|偏好|偏爱|喜爱|受不了|反感|害怕|怕|习惯|不习惯|爱吃|爱喝|不爱|"
+            r"不吃|不喝|不能吃|吃素|不碰|忌口|倾向于|钟爱|痴迷|迷|介意|不介意)(?P<object>.*)$"
+        ),
+        0.8,
+    ),
+    ("the user's name", re.compile(r"^我(?:的名字)?(?:叫|是叫|名叫)(?P<name>.+)$"), 0.85),
+    (
+        "where the user lives or works",
+        re.compile(
+            r"^我(?:现在|目前|一直|平时)?(?:住在|住|生活在|定居在|来自|出生在|出生于|在.{1,20}?(?:工作|上班|上学|读书|生活|"
+            r"长大|出生|实习|任职))"
+        ),
+        0.8,
+    ),
+    ("the user's allergy", re.compile(r"^我对.+?过敏"), 0.85),
+    ("a fact about the user's life", re.compile(rf"^我(?:的)?(?:{ZH_DURABLE_MY})"), 0.75),
+    (
+        "the user's family, pets or health",
+        re.compile(
+            r"^我(?:有|养了|养着|养|家里有)(?:一|两|二|三|四|五|六|几|\d+)?(?:个|只|条|位|匹)?.{0,4}?"
+            r"(?:猫|狗|孩子|女儿|儿子|宠物|兄弟|姐妹|鱼|兔子|鸟|糖尿病|哮喘|高血压)"
+        ),
+        0.75,
+    ),
+    (
+        "a habit",
+        re.compile(r"^我(?:每天|每周|每晚|每个月|每年|通常|一般|平时|经常|总是|从不|从来不|很少|习惯)(?P<rest>.+)$"),
+        0.65,
+    ),
+    (
+        "the languages the user speaks",
+        re.compile(r"^我(?:会说|会讲|说|讲)(?:中文|英语|英文|日语|法语|德语|西班牙语|粤语|普通话|韩语)"),
+        0.75,
+    ),
+    ("the user's work or studies", re.compile(r"^我(?:在|正在|最近在)?(?:学|学习|备考|负责|研究|从事)(?!了)"), 0.7),
+    ("the user's work", re.compile(r"^我(?:的工作是|是做|做)(?!了)"), 0.7),
+    ("what the user uses", re.compile(r"^我(?:平时|一般|习惯|主要|一直)?(?:用|使用)(?!了)"), 0.65),
+    ("the user's age", re.compile(r"^我(?:今年)?(?:\d+|[一二三四五六七八九十]+)岁"), 0.75),
+    (
+        "who the user is",
+        re.compile(r"^我(?:现在|目前)?是(?!说|问|不是|想|觉得|认真|开玩笑|在|真的|故意|来|要)(?P<rest>.+)$"),
+        0.7,
+    ),
+)
+CALL_ME_ZH = re.compile(
+    r"^(?:你)?(?:以后)?(?:就|可以)?(?:叫我|称呼我|喊我|管我叫)(?P<name>.+?)(?:就行了|就行|就好了|就好|就可以了|就可以|吧|好了)?$"
+)
+ZH_REACTION = re.compile(r"^(?:这个|那个|它|这样|你|这|那|此)")
+
+
+# --- The agent's offer to remember, and its acceptance ----------------------------------------------------------------
+OFFER_EN = re.compile(
+    r"(?:(?:should|shall|can|may) I|(?:do you want|want|would you like) me to)\s+(?:remember|note down|note|save|"
+    r"keep in mind|make a note of|add)(?:\s+that)?\s+(?P<content>[^?]+?)(?:\s+(?:to|in) (?:my|your) (?:memory|notes))?\s*\?",
+    re.I,
+)
+OFFER_ZH = re.compile(
+    r"(?:要不要|需不需要|要|需要)?我(?:帮你)?(?:记住|记下来|记下|记一下)(?P<content>[^？?]+?)(?:吗|么|嘛)?[？?]"
+)
+AFFIRMATION = re.compile(
+    r"^(?:yes|yeah|yep|yup|sure|ok|okay|please do|please|do it|go ahead|absolutely|definitely|of course|correct|"
+    r"that's right|exactly|好|好的|好啊|是的|是|对|对的|可以|行|嗯|要|需要|记吧|记下吧|麻烦了)"
+    r"(?:[\s,，!！.。]+(?:please|thanks|thank you|do it|go ahead|please do|谢谢|好的|记吧|麻烦了))*[\s!！.。]*$",
+    re.I,
+)
+
+
+# --- Why nothing is written -------------------------------------------------------------------------------------------
+NO_WRITE_REASONS = {
+    "hypothetical": ("A hypothetical, not a fact.", 0.8),
+    "question": ("A question, not a fact to remember.", 0.9),
+    "smalltalk": ("A greeting, thanks or small talk.", 0.9),
+    "long": ("Too long to be a single fact.", 0.6),
+}
