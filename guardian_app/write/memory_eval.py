@@ -148,12 +148,19 @@ def _contains(text: str, needle: str) -> bool:
 _AS_PAST = r"(?:\b(?:left|quit|from|previously|formerly|no longer|used to|instead of|rather than)\b|不再|已经不|以前)"
 
 
+# A value negated within two words before it ("Is not vegetarian.", "Doesn't drink two coffees", "not vegetarian
+# or pescatarian") is not stated as current either; a clause break (";", ",") ends the reach of the "not".
+_NEGATED = re.compile(r"(?:\b(?:not|never)|n't)\s+(?:[\w-]+\s+){0,2}$", re.IGNORECASE)
+
+
 def _stated_as_current(text: str, needle: str) -> bool:
     for line in text.splitlines():
         if not _contains(line, needle):
             continue
         at = line.casefold().find(needle.casefold())
         before = line[max(0, at - 40) : at] if at >= 0 else ""
+        if _NEGATED.search(before):
+            continue
         if not re.search(_AS_PAST, before, re.IGNORECASE) and not re.search(
             r"^\W*(?:anymore|any more|any longer)\b", line[at + len(needle) :] if at >= 0 else "", re.IGNORECASE
         ):
