@@ -247,6 +247,7 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
     if matched[0] == rules.USER_RULES_EN[0][0] and mentions_tools(clause):
         # "I switched from vim to Emacs": a change of tool goes where the tool facts are, so it can replace them.
         return write_finding("UPDATE_TOOLS", finish_en(rewrite(clause)), "A change of the user's tools.", matched[1])
-    if rules.TRANSIENT_EN.search(clause):
+    if rules.TRANSIENT_EN.search(clause) and not rules.LIFE_CHANGE_EN.search(clause):
+        # "I moved to Bristol today" stays true after today; "I'm tired today" does not.
         return Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)
     return write_finding("UPDATE_USER", _user_fact_en(clause), f"About the user: {matched[0]}.", matched[1])

@@ -95,6 +95,21 @@ def _strip_leading(text: str) -> tuple[str, bool]:
             return text, greeted
 
 
+def move_time_opener(text: str) -> str:
+    """A time or adverbial opener moved behind the first-person statement it opens, so that the rules, which
+    read "I …" / "我…", see the statement: "These days I live in Leeds." → "I live in Leeds these days.",
+    "最近我搬到了厦门。" → "我最近搬到了厦门。". Any other text comes back as it was."""
+    if match := rules.EN_TIME_OPENER.match(text):
+        rest = text[match.end() :]
+        body, end = re.match(r"^(.*?)([.!]*)$", rest, re.S).groups()
+        opener = match.group("opener")
+        return f"{body.rstrip(' ,')} {opener[0].lower()}{opener[1:]}{end}"
+    if match := rules.ZH_TIME_OPENER.match(text):
+        opener = re.sub(r"[，,\s]+", "", match.group("opener"))
+        return f"我{opener}{text[match.end() + 1 :]}"
+    return text
+
+
 def _is_question(text: str) -> bool:
     if re.search(r"[?？]\s*$", text):
         return True
@@ -119,7 +134,7 @@ def read_sentence(sentence: str) -> Reading:
     if _is_smalltalk(sentence):
         return Reading("smalltalk", sentence)
     text, greeted = _strip_leading(sentence)
-    text = rules.ZH_TAIL.sub("", rules.EN_TAIL.sub("", text)).strip()
+    text = move_time_opener(rules.ZH_TAIL.sub("", rules.EN_TAIL.sub("", text)).strip())
     if _is_smalltalk(text):
         return Reading("smalltalk", text, greeted)
     polite = rules.EN_POLITE.match(text) or rules.ZH_POLITE.match(text)

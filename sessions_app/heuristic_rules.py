@@ -324,6 +324,41 @@ REMEMBER_TAIL_ZH = re.compile(
 BARE_ZH = re.compile(r"^(?:这个|这件事|这一点|这些|这|了|哦|啊|吧|喔|呀|一下|下来|好|住)*$")
 
 
+# --- Time and adverbial openers before a first-person statement ---------------------------------------------------
+# "These days I live in Leeds", "Last month I moved to Bristol", "Since 2019 I have worked at Monzo": the opener is
+# moved behind the statement ("I live in Leeds these days"), so the rules read "I …" and the fact keeps the time.
+_MONTHS = (
+    r"january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|"
+    r"jul|aug|sep|sept|oct|nov|dec"
+)
+_SEASONS = r"spring|summer|autumn|fall|winter"
+_PERIODS = rf"days?|weeks?|months?|years?|decades?|weekends?|{_SEASONS}|{_MONTHS}"
+_COUNT = r"a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of|several|\d+"
+EN_TIME_OPENER_ITEM = (
+    r"these days|nowadays|currently|at present|presently|lately|recently|now|as of (?:now|today|late)|"
+    r"as of (?:this|last) (?:\w+)|as of (?:" + _MONTHS + r")(?: \d{4})?|as of \d{4}|"
+    rf"since (?:(?:early|late|mid|last|this)[ -])?(?:{_PERIODS}|\d{{4}})(?: \d{{4}})?|since then|ever since|"
+    rf"for (?:the )?(?:past|last) (?:(?:{_COUNT}) )?(?:{_PERIODS})|"
+    rf"(?:(?:earlier|later|late|early) )?(?:last|this) (?:{_PERIODS})|(?:{_COUNT}) (?:{_PERIODS}) ago|"
+    rf"in (?:(?:early|late|mid)[ -])?(?:{_MONTHS}|{_SEASONS}|\d{{4}})(?: \d{{4}})?|"
+    r"(?:just |only )?(?:recently|lately)|after all these years|at long last|finally|eventually|officially|"
+    r"as of recently|at the moment|right now|today|tonight|yesterday|this morning|this afternoon|this evening"
+)
+EN_TIME_OPENER = re.compile(
+    rf"^(?P<opener>(?:{EN_TIME_OPENER_ITEM})(?:\s*(?:,|\band\b)\s*(?:{EN_TIME_OPENER_ITEM}))*)\s*[,:\-\u2013\u2014]?\s+"
+    r"(?=(?:I|I'm|I've|I'd|I am|I have|my|My)\b)",
+    re.I,
+)
+ZH_TIME_WORDS = (
+    r"最近|近来|近期|这几年|这些年|这几个月|这段时间|这阵子|前阵子|前段时间|前些日子|前几天|如今|现在|目前|眼下|"
+    r"去年|今年|前年|上个月|这个月|上周|上星期|上礼拜|年初|年底|年中|月初|月底|后来|终于|已经|刚|刚刚|今天|昨天|前天|今早|今晚|"
+    r"(?:\d+|[一二两三四五六七八九十几半]+)(?:年|个月|个星期|周|天)(?:前|以前|之前)|"
+    r"(?:从|自从|自)(?:\d{2,4}年|去年|今年|上个月|[一二三四五六七八九十]+月)(?:开始|起|以来)?|"
+    r"\d{2,4}年(?:[一二三四五六七八九十\d]+月)?(?:份)?"
+)
+ZH_TIME_OPENER = re.compile(rf"^(?P<opener>(?:(?:{ZH_TIME_WORDS})[，,\s]*)+)(?=我(?!们))")
+
+
 # --- Durable facts about the user (English) ---------------------------------------------------------------------------
 # Durable facts about the user (English).
 TRANSIENT_EN = re.compile(
@@ -346,14 +381,29 @@ DURABLE_ADJECTIVES = (
     r"fluent|bilingual|native|self-employed|freelance|freelancing|unemployed|dyslexic|autistic|introverted|"
     r"extroverted|an? (?!bit\b|little\b|lot\b|tad\b|sort\b|kind\b)\w+|\d+(?: years old|-year-old)|"
     r"(?:learning|studying|training for|preparing for|saving for|working on|working at|working as|working for|"
-    r"building|writing|planning|moving to|responsible for|in charge of)\b"
+    r"building|writing|planning|moving to|responsible for|in charge of)\b|"
+    # Employment and residence said with other words: "I'm employed at Monzo", "I'm living in York".
+    r"(?:employed|hired|contracted|interning|freelancing|contracting|on (?:the|their|a) [\w-]+ team|"
+    r"(?:living|staying|settled|located|renting|resident|residing) (?:in|at|near|outside)|a resident of)\b"
 )
+# A change of home or employer: durable even when said with "today" ("I moved to Bristol today").
+LIFE_CHANGE_VERBS = (
+    r"(?:moved|relocated|emigrated)\s+(?:back\s+|over\s+|out\s+)?(?:to|into|abroad)\b|joined\s+(?-i:[A-Z0-9])|"
+    r"started\s+(?:at|a new job|a job|working (?:at|for)|(?:my|a) new (?:job|role|position))\b|"
+    r"(?:took|got|accepted|landed|started)\s+(?:a|an|the)\s+(?:new\s+)?(?:job|position|role|offer)\b|"
+    r"got\s+hired\b|was\s+hired\b|signed\s+(?:on\s+)?with\b"
+)
+LIFE_CHANGE_EN = re.compile(rf"\b(?:{LIFE_CHANGE_VERBS})", re.I)
 # An update or a negation of something the user said before (the guardian replaces the old line).
 CHANGE_EN = re.compile(
     rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:switched|changed|moved|relocated|started|joined|quit|"
     r"left|gave up|stopped|dropped|ditched|swapped|traded|became|went|got (?:a new job|married|divorced|engaged))\b|"
     r"^I\s+(?:am|do|have)?\s*no longer\b|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
-    r"^I\s+(?:now|nowadays)\s+\w+",
+    r"^I\s+(?:now|nowadays)\s+\w+|"
+    # A move or a new job after other steps: "I packed up and moved to Bristol", "I sold the flat, then relocated
+    # to Porto", "I handed in my notice and joined Wise".
+    rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*[a-z]+\b[\w' ,-]{{0,60}}?[\s,]+(?:and|then|and then)\s+"
+    rf"(?:(?:finally|just|then|eventually|officially)\s+)*(?:{LIFE_CHANGE_VERBS})",
     re.I,
 )
 # "I changed my mind", "I started it": about this conversation, not a change in the user's life.
@@ -374,14 +424,22 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
     ("a stated preference", PREFERENCE_EN, 0.8),
     (
         "where the user lives or comes from",
-        re.compile(rf"^I\s+{ADV}(?:live|come from|grew up|was born|moved|relocated|reside)\b", re.I),
+        re.compile(
+            rf"^I\s+{ADV}(?:live|come from|grew up|was born|moved|relocated|reside|have lived|have been living|"
+            r"(?:have\s+)?settled (?:down )?in|(?:rent|own|bought|have bought|share) (?:a|an|my|our) (?:\w+ )?"
+            r"(?:house|flat|apartment|place|home|room|condo|studio|cottage) (?:in|near|outside)|call \S+(?: \S+)? home)\b",
+            re.I,
+        ),
         0.8,
     ),
     (
         "the user's work, studies or skills",
         re.compile(
             rf"^I\s+{ADV}(?:work|study|teach|manage|lead|run (?:a|an|my|the)|own|volunteer|play|speak|drive|ride|"
-            r"cook|practi[cs]e|collect|attend|use|code|program|develop|design|maintain|support|write)\b",
+            r"cook|practi[cs]e|collect|attend|use|code|program|develop|design|maintain|support|write|"
+            r"freelance|intern|contract)\b|"
+            rf"^I\s+{ADV}(?:(?:have|had)\s+)?(?:got|get|was|been|have been)\s+(?:hired|promoted|employed)\b|"
+            rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:{LIFE_CHANGE_VERBS})",
             re.I,
         ),
         0.7,
@@ -401,7 +459,8 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         "something long-standing",
         re.compile(
-            r"^I have\s+(?:been\s+)?\w+\b.*\b(?:for (?:\w+ )?(?:years|months|decades|ages|a long time)|since)\b", re.I
+            r"^I have\s+(?:been\s+)?\w+\b.*\b(?:for (?:\w+ ){0,3}(?:years|months|decades|ages|a long time)|since)\b",
+            re.I,
         ),
         0.7,
     ),
@@ -493,14 +552,34 @@ ZH_DURABLE_MY = (
     r"电话|手机号|地址|血型|星座|年龄|身高|过敏|饮食|偏好|习惯|口味|团队|部门|上司|领导|同事|朋友|男朋友|女朋友|父母|爸爸|"
     r"妈妈|哥哥|姐姐|弟弟|妹妹|家人|车|母校|学校|代词|家"
 )
+# Words between 我 and the verb of a present fact: "我这几年一直住在成都", "我目前在美团上班".
+ZH_NOW = r"现在|目前|一直|平时|最近|近来|近期|这几年|这些年|这段时间|这阵子|如今|眼下|已经|终于|刚|也|还|都|就|从.{1,8}?(?:开始|起|以来)"
+ZH_MOVE_OR_JOB = (
+    r"搬到|搬去|搬回|搬家到|搬家去|移居|跳槽到|跳槽去|入职|加入|换了?(?:份|个)?(?:工作|公司)|"
+    r"(?:去|到|进)(?!年|过)了?[^，。；,;]{1,20}?(?:工作|上班|任职)"
+)
+# Who else "我…" can open on: "我朋友搬到了…" is the friend's move, not the user's.
+ZH_NOT_ME = (
+    rf"的|们|{ZH_KIN}|妈|爸|姐|哥|弟|妹|爷|奶|舅|姑|姨|叔|婶|邻居|室友|舍友|老师|同学|客户|房东|"
+    r"觉得|想|希望|打算|准备|计划|要|会|可能|应该|他|她|它|让|帮|劝|建议|说|听说"
+)
 USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         "a change to something the user said before",
         re.compile(
-            r"^我(?:已经|现在|最近|刚|前不久|上个月|去年|终于)?(?:搬到|搬去|搬家到|移居|换到|跳槽到|转到|改用|换成|换用|开始用|"
-            r"入职|加入|辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了$|改成|改吃|开始吃|成了|变成)"
+            rf"^我(?:(?:{ZH_TIME_WORDS}|前不久)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|"
+            r"辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了$|改成|改吃|开始吃|成了|变成)"
         ),
         0.75,
+    ),
+    (
+        # A move or a new job after other steps: "我收拾行李搬到了厦门", "我辞职去了美团上班".
+        "a change to something the user said before",
+        re.compile(
+            rf"^我(?:(?:{ZH_TIME_WORDS})[，,]?)*(?:(?!{ZH_NOT_ME})[^，。；,;]){{1,12}}?[，,]?(?:然后|就|又|并|再|便)?"
+            rf"(?:{ZH_MOVE_OR_JOB})"
+        ),
+        0.7,
     ),
     (
         "the user's routine",
@@ -521,8 +600,9 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         "where the user lives or works",
         re.compile(
-            r"^我(?:现在|目前|一直|平时)?(?:住在|住|生活在|定居在|来自|出生在|出生于|在.{1,20}?(?:工作|上班|上学|读书|生活|"
-            r"长大|出生|实习|任职))"
+            rf"^我(?:(?:{ZH_NOW})[，,]?)*(?:住在|住|家住|生活在|定居在|定居|落户|安家|来自|出生在|出生于|就职于|任职于|"
+            r"供职于|受雇于|在.{1,20}?(?:工作|上班|上学|读书|生活|长大|出生|实习|任职|就职|住|安家|定居|落户|当|买了房|"
+            r"租了房|租房)|被.{1,20}?(?:录用|录取|聘用|雇用|招进)|拿到了?.{1,20}?的\s*offer)"
         ),
         0.8,
     ),

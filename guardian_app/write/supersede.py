@@ -82,6 +82,8 @@ _NEGATION_EN = re.compile(
 _NEGATION_ZH = re.compile(r"不再|已经不|已不|不.{0,6}了|戒了|辞职|离职|离开了")
 _SUBJECT = re.compile(r"^(?:the user(?:'s)?|user(?:'s)?|i|my|i'm|i am|he|she|they|their|his|her|用户的?|我的?)\s*", _I)
 _TAIL = re.compile(r"[\s.。!！,，;；]+$")
+_POSSESSIVE = re.compile(r"^(?:the user's|user's|my|their|his|her|用户的|我的)", _I)
+_OWN_PLACE = frozenset({"家", "家里", "home", "new home", "address", "new address", "住址", "地址"})
 # "(previously Berlin)", "(since 2024)", "now", "these days": not part of the value.
 _VALUE_NOISE = re.compile(
     r"\s*\((?:previously|formerly|before|since|was|以前|之前)[^)]*\)|\b(?:now|nowadays|these days|currently|"
@@ -124,7 +126,17 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"\b(?:lives?|living|resides?|residing|is based|based|moved|moving|relocated|relocating|settled)\s+"
             r"(?:back\s+)?(?:in|to)\s+(?P<v>[^,.;]+)",
         ),
-        ("home", r"(?:住在|住|生活在|定居在|定居|搬到了?|搬去了?|搬家到了?|移居到?|现居)(?P<v>[^，。；,.;]+)"),
+        (
+            "home",
+            r"\b(?:bought|rents?|renting|owns?|shares?|has)\s+(?:a|an|their|his|her|my|our)\s+(?:new\s+)?"
+            r"(?:house|flat|apartment|place|home|room|condo|studio|cottage)\s+(?:in|near|outside)\s+(?P<v>[^,.;]+)",
+        ),
+        ("home", r"\bcalls?\s+(?P<v>[A-Z][^,.;]*?)\s+home\b"),
+        (
+            "home",
+            r"(?:住在|家住|住|生活在|定居在|定居|落户|安家在|安家|搬到了?|搬去了?|搬回了?|搬家到了?|移居到?|现居)"
+            r"(?P<v>[^，。；,.;]+)|在(?P<v2>[^，。；,.;在]{1,20}?)(?:安家|定居|落户|买了房|租了房|租房|住)",
+        ),
         (
             "employer",
             r"\b(?:works?|working|employed|is employed|has a job|got a job|a new job|started|joined|is)\s+"
@@ -133,14 +145,23 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("employer", r"\b(?:joined|works? at|working at)\s+(?P<v>[^,.;]+)"),
         (
             "employer",
+            r"\b(?:(?:got |was |been )?hired|employed|(?:took|got|accepted|landed|started)\s+(?:a|an|the)\s+(?:new\s+)?"
+            r"(?:job|position|role|offer)|signed(?:\s+on)?|freelances?|freelancing|interns?|interning|contracts?|"
+            r"contracting)\s+(?:at|by|with|for|from)\s+(?P<v>[A-Z0-9][^,.;]*)",
+        ),
+        (
+            "employer",
             r"\b(?:quit|left|resigned from)\s+(?:(?:their|his|her|my|the)\s+)?(?:(?:job|position|role|work)\s+)?"
             r"(?:at\s+)?(?P<v>[A-Z0-9][^,.;]*)",
         ),
         (
             "employer",
-            r"(?:在|于)(?P<v>[^，。；,.;在]{1,20}?)(?:工作|上班|任职)|(?:跳槽到了?|入职了?|加入了?)(?P<v2>[^，。；,.;]+)",
+            r"(?:在|于)(?P<v>[^，。；,.;在]{1,20}?)(?:工作|上班|任职|就职|实习)|(?:跳槽到了?|跳槽去了?|入职了?|加入了?|"
+            r"就职于|任职于|供职于|受雇于)(?P<v2>[^，。；,.;]+)|被(?P<v3>[^，。；,.;]{1,20}?)(?:录用|聘用|雇用|招进)|"
+            r"(?:去|到|进)(?!年|过)了?(?P<v4>[^，。；,.;]{1,20}?)(?:工作|上班|任职)|拿到了?(?P<v5>[^，。；,.;]{1,20}?)的\s*offer|"
+            r"换了?(?:份|个)?(?:工作|公司)[^。；;]*?在(?P<v6>[^，。；,.;在]+)",
         ),
-        ("role", r"\b(?:works? as|working as|is now|job is|role is)\s+(?:an?\s+)?(?P<v>[^,.;]+)"),
+        ("role", r"\b(?:works? as|working as|is now|job is|role is|promoted to)\s+(?:an?\s+)?(?P<v>[^,.;]+)"),
         (
             "diet",
             rf"\b(?:is|am|are|went|became|eats?|turned)\s+(?:(?:a|an|fully|strictly|mostly)\s+)*(?P<v>{_DIETS})\b",
@@ -204,11 +225,23 @@ _POSSESSIONS_NOT_KEYED = frozenset({"favourite food", "favorite food", "hobby", 
 _NAMED = re.compile(
     r"^(?!(?:Now|Also|Still|Recently|Usually|Always|Never|No|Often|Just|Then|Today|Currently|Finally|Only|Rarely|"
     r"Sometimes|Nowadays|Mostly|Generally|Really|Actually|Once|Every|Each|Both|All|Most|Some|This|That|These|"
-    r"Those|There|Here|When|While|Before|After|Since|Because|If|The|A|An|Her|His|Their|Our|Your|My|Its)\b)"
+    r"Those|There|Here|When|While|Before|After|Since|Because|If|The|A|An|Her|His|Their|Our|Your|My|Its|"
+    # Verbs in the past that end in neither s nor d ("Got hired by Monzo.", "Took a new job at Wise.").
+    r"Got|Took|Left|Quit|Went|Sold|Bought|Became|Began|Made|Kept|Lost|Built|Ran|Met|Spent|Gave|Grew|Came|"
+    r"Brought|Drove|Flew|Fell|Won|Wrote|Taught|Sat|Set|Put|Sent|Lent|Felt|Slept|Swam|Stuck|Struck|Split)\b)"
     r"(?P<n>[A-Z][a-z-]+(?<![sd])(?: [A-Z][a-z-]+)?)(?:'s\s|\s+(?:(?:recently|now|just|also|still|currently|finally|usually|has|have)\s+)?"
     r"(?=[a-z]{2,}(?:s|ed)\b|is\b|has\b|was\b|no longer\b|now\b)|"
     r"(?=[\u4e00-\u9fff]))"
 )
+
+
+def _owned_by(text: str, before: str, key: str) -> str:
+    """ "The user's friend moved to Rome." states the friend's home, not the user's: a possessed noun before the
+    verb qualifies the key (``friend:home``), unless it is the user's own place ("用户的家住杭州")."""
+    owner = " ".join(before.split()).strip(" ,")
+    if not owner or not _POSSESSIVE.match(text) or owner.casefold() in _OWN_PLACE:
+        return key
+    return f"{owner.casefold()}:{key}"
 
 
 def attribute(fact: str) -> Attribute | None:
@@ -230,7 +263,7 @@ def _attribute(fact: str) -> Attribute | None:
             if not match:
                 continue
             groups = match.groupdict()
-            value = _clean(groups.get("v") or groups.get("v2") or "")
+            value = _clean(next((groups[g] for g in ("v", "v2", "v3", "v4", "v5", "v6") if groups.get(g)), ""))
             if not value:
                 continue
             if "{cat}" in key:
@@ -242,6 +275,8 @@ def _attribute(fact: str) -> Attribute | None:
                 key_name = key.format(k=_K_NORMAL.get(k, k))
             else:
                 key_name = key
+            if candidate is stripped and not key.startswith("my:"):
+                key_name = _owned_by(text, stripped[: match.start()], key_name)
             return Attribute(key_name, value, negated)
     return None
 

@@ -90,3 +90,28 @@ def test_a_negation_only_removes_the_line_it_negates():
     content = "- Uses vim.\n- Uses zsh.\n"
     assert superseded_lines("No longer uses vim.", content) == ["- Uses vim."]
     assert superseded_lines("No longer uses emacs.", content) == []
+
+
+@pytest.mark.parametrize(
+    ("fact", "key"),
+    [
+        ("Is employed by the city council.", "employer"),
+        ("Got hired at Klarna.", "employer"),
+        ("Bought a house near Utrecht.", "home"),
+        ("Sold the flat and relocated to Malaga.", "home"),
+        ("Lives in Ghent nowadays.", "home"),
+        ("用户被华为录用了。", "employer"),
+        ("用户在苏州安家了。", "home"),
+        # Someone the user names: their home is not the user's.
+        ("The user's sister moved to Rome.", "sister:home"),
+        ("用户的朋友搬到了北京。", "朋友:home"),
+        ("用户的家住杭州。", "home"),
+    ],
+)
+def test_other_verbs_and_other_owners_are_read(fact, key):
+    assert attribute(fact).key == key
+
+
+def test_a_relatives_move_does_not_replace_the_users_home():
+    assert superseded_lines("The user's sister moved to Rome.", "- Lives in Berlin.\n") == []
+    assert superseded_lines("Got hired at Klarna.", "- Works at Google.\n") == ["- Works at Google."]
