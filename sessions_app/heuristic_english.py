@@ -240,8 +240,10 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
                     return Finding(NO_WRITE, None, "A reaction to this conversation, not a lasting preference.", 0.7)
                 matched = (label, confidence)
                 break
-    if matched is None:
-        return None
+    if matched is None or len(clause.split()) < 3:
+        return None  # "I moved." names no new value: the sentence after it does ("My new address is …").
+    if rules.VAGUE_EN.match(clause):
+        return Finding(NO_WRITE, None, "Small talk about an unnamed activity, not a fact.", 0.6)
     if rules.CHANGE_NOT_EN.match(clause):
         return Finding(NO_WRITE, None, "About this conversation, not a change in the user's life.", 0.6)
     if matched[0] == rules.USER_RULES_EN[0][0] and mentions_tools(clause):
@@ -251,3 +253,14 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
         # "I moved to Bristol today" stays true after today; "I'm tired today" does not.
         return Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)
     return write_finding("UPDATE_USER", _user_fact_en(clause), f"About the user: {matched[0]}.", matched[1])
+
+
+# --- Who holds a role -------------------------------------------------------------------------------------------------
+def people_en(clause: str) -> Finding | None:
+    """ "Victor is the lead on the payments team.": a named person's role, for MEMORY.md (the guardian keys it
+    by the role, so "Jeremy is now the lead." replaces it)."""
+    if not rules.PERSON_ROLE_EN.match(clause):
+        return None
+    if re.search(r"\bmy\b", clause, re.I):  # "Tom is my boss": a fact about the user's life.
+        return write_finding("UPDATE_USER", finish_en(rewrite(clause)), "About the user: who holds a role.", 0.7)
+    return write_finding("UPDATE_MEMORY", finish_en(rewrite(clause)), "Who holds a role.", 0.65)

@@ -87,7 +87,7 @@ from reflection_site.poisoning import hold_reason
 from sessions_app import heuristic_rules as rules
 from sessions_app.correction_patterns import correction_pattern_problem, matches_correction_pattern
 from sessions_app.heuristic_chinese import identity_zh, soul_zh, tools_zh, user_zh
-from sessions_app.heuristic_english import identity_en, soul_en, tools_en, user_en
+from sessions_app.heuristic_english import identity_en, people_en, soul_en, tools_en, user_en
 from sessions_app.heuristic_person import expand
 from sessions_app.heuristic_reading import Finding, is_chinese, normalise, read_sentence, split_sentences, write_finding
 from sessions_app.heuristic_remember import (
@@ -161,7 +161,7 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
         clause = text
     else:
         clause = expand(text)
-        checks = (identity_en, soul_en, tools_en, lambda c: user_en(c, greeted=greeted))
+        checks = (identity_en, soul_en, tools_en, lambda c: user_en(c, greeted=greeted), people_en)
     for rule in checks:
         finding = rule(clause)
         if finding is not None:

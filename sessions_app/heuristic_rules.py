@@ -98,7 +98,9 @@ EN_LEAD_LOOSE = re.compile(
 )
 EN_LEAD_STRICT = re.compile(
     r"^(?:ok(?:ay)?|alright|all right|sure|great|cool|well|yes|yeah|yep|yup|no|nope|nah|thanks|thank you|thx|"
-    r"hmm+|ah+|got it|perfect|nice|right|fine|wait|listen|look|note|understood)\s*[,:;!.\-\u2013\u2014]+\s*",
+    r"hmm+|ah+|got it|perfect|nice|right|fine|wait|listen|look|note|understood|"
+    # A label announcing news or a correction: "Update: I relocated again …", "Correction: …".
+    r"(?:quick |small |life |little |big )?(?:update|correction|news|edit)|p\.?s\.?)\s*[,:;!.\-\u2013\u2014]+\s*",
     re.I,
 )
 ZH_GREETING = r"你好|您好|嗨|哈喽|早上好|早安|晚上好|下午好"
@@ -418,6 +420,18 @@ ROUTINE_EN = re.compile(
     r".*\b(?:at \d|at (?:noon|midnight)|on (?:mon|tue|wed|thu|fri|sat|sun)\w*|every|each|daily|weekly|\d\s?(?:am|pm))",
     re.I,
 )
+_DAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekday|weekend"
+FREQUENCY = (
+    rf"(?:every|each) (?:single )?(?:day|morning|afternoon|evening|night|week|month|year|{_DAYS})s?|daily|weekly|"
+    r"nightly|monthly|(?:once|twice|three times|\w+ times) (?:a|per) (?:day|week|month|year)|on (?:" + _DAYS + r")s"
+)
+HABIT_NOT = r"am|was|were|will|would|can|could|should|might|may|must|want|need|wish|hope|think|guess|feel|had|did"
+# "I am working on a project": an activity named by no more than "a project", "something", "stuff" is small talk.
+VAGUE_EN = re.compile(
+    r"^I\s+(?:am|was)\s+(?:\w+ing)\s+(?:on\s+|at\s+|with\s+)?(?:a|an|some|the|my)?\s*(?:little\s+)?"
+    r"(?:project|thing|things|stuff|something|anything|it|this|that|work)\s*[.!]*$",
+    re.I,
+)
 USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
     ("a change to something the user said before", CHANGE_EN, 0.75),
     ("the user's routine", ROUTINE_EN, 0.7),
@@ -448,8 +462,10 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         "the user's family, pets or health",
         re.compile(
-            r"^I\s+(?:have|have got)\s+(?:a |an |one |two |three |four |five |\d+ )?(?:[\w-]+ ){0,2}?"
-            r"(?:dogs?|cats?|pets?|kids?|child|children|sons?|daughters?|brothers?|sisters?|wife|husband|partner|"
+            rf"^I\s+{ADV}(?:(?:just|recently|finally)\s+)?(?:have|have got|adopted|rescued|got|brought home|took in)\s+"
+            r"(?:a |an |one |two |three |four |five |\d+ )?(?:[\w-]+ ){0,2}?"
+            r"(?:dogs?|cats?|pupp(?:y|ies)|kittens?|pets?|kids?|child|children|sons?|daughters?|brothers?|sisters?|"
+            r"wife|husband|partner|"
             r"boyfriend|girlfriend|twins|grandchildren|allerg\w+|diabetes|asthma|adhd|dyslexia|degree|phd|"
             r"master's|bachelor's)\b",
             re.I,
@@ -468,6 +484,17 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
         "a habit",
         re.compile(
             r"^I\s+(?:usually|always|never|often|normally|typically|rarely|generally|tend to|mostly)\s+\w+", re.I
+        ),
+        0.65,
+    ),
+    # Something done with a frequency: "I drink two coffees every morning", "I call my mum twice a week".
+    ("a habit", re.compile(rf"^I\s+{ADV}(?!(?:{HABIT_NOT})\b)[a-z]+(?<!ed)\b[^.;]*?\b(?:{FREQUENCY})\b", re.I), 0.65),
+    (
+        "what the user has signed up for",
+        re.compile(
+            rf"^I\s+{ADV}(?:(?:just|recently|finally|have)\s+)*(?:signed up for|enrolled in|registered for|"
+            r"subscribed to|joined (?:a|an|the) (?:[\w-]+ ){0,2}(?:class|course|club|gym|team|choir|band|league|group))\b",
+            re.I,
         ),
         0.65,
     ),
@@ -496,6 +523,19 @@ MY_EN = re.compile(
 )
 CALL_ME_EN = re.compile(r"^(?i:(?:you can |you may |just |please )?call me)\s+(?P<name>[\"'A-Z\u4e00-\u9fff].*)$")
 INTRO_EN = re.compile(r"^(?:I am|this is)\s+(?P<name>[A-Z][\w'-]*(?: [A-Z][\w'-]*)?)\b")
+
+
+# --- Who holds a role ("Victor is the lead on the payments team") ---------------------------------------------------
+ROLES_HELD = (
+    r"lead|leader|team lead|tech lead|manager|head|boss|director|owner|ceo|cto|cfo|coo|founder|chair|chairman|"
+    r"president|coordinator|point of contact|contact|captain|organi[sz]er|maintainer|admin|administrator|"
+    r"landlord|landlady|doctor|dentist|therapist|accountant|lawyer|teacher|coach"
+)
+PERSON_ROLE_EN = re.compile(
+    r"^(?-i:[A-Z][a-z]+(?: [A-Z][a-z]+)?)\s+(?:is|has become|became)\s+(?:now\s+)?(?:the|our|my)\s+(?:new\s+)?"
+    rf"(?:[\w-]+\s+){{0,2}}?(?:{ROLES_HELD})\b(?:\s+(?:on|of|for|at|in)\s+[^.?!]+)?(?:\s+now)?\s*[.!]*$",
+    re.I,
+)
 
 
 # --- Chinese: tools, identity, soul -----------------------------------------------------------------------------------
@@ -541,6 +581,11 @@ ZH_SOUL_FORMS = (
         r"直接|委婉|幽默|专业|通俗|口语化|温柔|耐心|客观|一点|一些|点儿)"
     ),
     re.compile(r"^(?:少|多)(?:用|说|加|讲|写|给|举)"),
+    # The manner before the verb: "简短一点回答就好", "正式一些说话".
+    re.compile(
+        r"^(?:简短|简洁|精简|简单|详细|具体|正式|随意|轻松|礼貌|直接|委婉|幽默|专业|通俗|耐心|客观)(?:一?点儿?|一些)?地?"
+        r"(?:回答|回复|说话|说|讲|写|解释|交流)"
+    ),
 )
 
 

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from reflection_site import memory_files
-from reflection_site.text import fold
+from reflection_site.text import content_words, fold
 
 _I = re.IGNORECASE
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -61,6 +61,11 @@ TOOL_CATEGORIES: dict[str, tuple[str, ...]] = {
 _TOOL_TO_CATEGORY = {tool: category for category, tools in TOOL_CATEGORIES.items() for tool in tools}
 _TOOL_RE = "|".join(sorted((re.escape(t) for t in _TOOL_TO_CATEGORY), key=len, reverse=True))
 
+_ROLES_HELD = (
+    r"lead|leader|team lead|tech lead|manager|head|boss|director|owner|ceo|cto|cfo|coo|founder|chair|chairman|"
+    r"president|coordinator|point of contact|contact|captain|organi[sz]er|maintainer|admin|administrator|"
+    r"landlord|landlady|doctor|dentist|therapist|accountant|lawyer|teacher|coach"
+)
 _DIETS = r"vegetarian|vegan|pescatarian|keto|paleo|carnivore|omnivore|gluten-free|dairy-free|lactose-free|halal|kosher"
 _LANGS = (
     r"english|chinese|mandarin|cantonese|french|german|spanish|italian|portuguese|japanese|korean|dutch|russian|"
@@ -75,7 +80,7 @@ _ROUTINES = {
 }
 
 _NEGATION_EN = re.compile(
-    r"\bno longer\b|\bnot\b[^.]{0,40}\b(?:anymore|any more|any longer)\b|\b(?:stopped|quit|gave up|left|dropped|"
+    r"\bno longer\b|(?:\bnot\b|n't\b)[^.]{0,40}\b(?:anymore|any more|any longer)\b|\b(?:stopped|quit|gave up|left|dropped|"
     r"ditched)\b|\bnot (?:a |an )?(?=" + _DIETS + r")",
     _I,
 )
@@ -122,9 +127,22 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         ("tool:{cat}", rf"(?:用|使用|改用了?|换成了?|换用了?|开始用|切换到了?)\s*(?P<v>{_TOOL_RE})"),
         (
+            "who-is:{k}",
+            rf"^(?P<v>[\w-]+(?: [\w-]+)?)\s+(?:is|has become|became)\s+(?:now\s+)?(?:the|our)\s+(?:new\s+)?"
+            rf"(?P<k>(?:[\w-]+\s+){{0,2}}?(?:{_ROLES_HELD}))\b(?:\s+(?:on|of|for|at|in)\s+(?P<org>[^.]+?))?"
+            r"(?:\s+now)?\s*\.?$",
+        ),
+        (
+            "my:{k}",
+            rf"^(?P<v>[\w-]+(?: [\w-]+)?)\s+(?:is|has become|became)\s+(?:now\s+)?(?:the user's|their|my)\s+"
+            rf"(?:new\s+)?(?P<k>(?:[\w-]+\s+){{0,2}}?(?:{_ROLES_HELD}))\b",
+        ),
+        ("my:address", r"\blives?\s+at\s+(?P<v>\d[^,;]*)"),
+        (
             "home",
             r"\b(?:lives?|living|resides?|residing|is based|based|moved|moving|relocated|relocating|settled)\s+"
-            r"(?:back\s+)?(?:in|to)\s+(?P<v>[^,.;]+)",
+            # "relocated again, this time to Porto", "moved back to Leeds", "moved once more to Ghent".
+            r"(?:(?:back|again|once more|once again|over|,|this time)\s*){0,4}(?:in|to)\s+(?P<v>[^,.;]+)",
         ),
         (
             "home",
@@ -143,6 +161,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"(?:at|for|with)\s+(?P<v>[A-Z0-9][^,.;]*)",
         ),
         ("employer", r"\b(?:joined|works? at|working at)\s+(?P<v>[^,.;]+)"),
+        (
+            "employer",
+            r"\b(?:is|am|works as)\s+(?:an?|the)\s+(?:[\w-]+\s+){0,3}?(?:at|for|with)\s+(?P<v>[a-z0-9][^,.;]*)",
+        ),
         (
             "employer",
             r"\b(?:(?:got |was |been )?hired|employed|(?:took|got|accepted|landed|started)\s+(?:a|an|the)\s+(?:new\s+)?"
@@ -168,6 +190,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         ("diet", rf"\b(?:not|no longer)\s+(?:a\s+|an\s+)?(?P<v>{_DIETS})\b"),
         ("diet", r"(?P<v>吃素|素食主义者|素食者|纯素)"),
+        ("diet", rf"\b(?P<v>{_DIETS})\b"),  # Named anywhere else: "started eating fish, so pescatarian is fine".
         (
             "reply_language",
             rf"\b(?:answer|answers|reply|replies|respond|responds|write|writes|talk|talks|speak to (?:me|the user))"
@@ -248,7 +271,9 @@ def attribute(fact: str) -> Attribute | None:
     """The attribute a fact states, or None for a fact that has no single current value."""
     named = _NAMED.match(_line_text(fact))
     found = _attribute("my " + _line_text(fact)[named.end() :] if named and named.group(0).endswith("'s ") else fact)
-    if found is None or named is None:
+    if found is None or named is None or found.key.startswith("who-is:"):
+        return found
+    if found.value == named.group("n").casefold():  # "Tom is the user's boss.": the name is the value.
         return found
     return Attribute(f"{named.group('n').casefold()}:{found.key}", found.value, found.negated)
 
@@ -268,6 +293,9 @@ def _attribute(fact: str) -> Attribute | None:
                 continue
             if "{cat}" in key:
                 key_name = key.format(cat=_TOOL_TO_CATEGORY.get(value, value))
+            elif key == "who-is:{k}":
+                org = _clean(groups.get("org") or "")
+                key_name = f"who-is:{' '.join(groups['k'].split())}" + (f"@{org}" if org else "")
             elif "{k}" in key:
                 k = " ".join((groups.get("k") or "").split())
                 if k in _POSSESSIONS_NOT_KEYED:
@@ -286,13 +314,15 @@ def superseded_lines(fact: str, content: str) -> list[str]:
     attribute with another value, or, for a negation ("no longer", "不再"), the same attribute and value."""
     new = attribute(fact)
     if new is None:
-        return []
+        return negated_habit_lines(fact, content)
     stale: list[str] = []
-    for line in (content or "").splitlines():
-        if not line.strip() or memory_files.is_heading(line):
-            continue
-        old = attribute(line)
-        if old is None or old.key != new.key or old.negated:
+    lines = [line for line in (content or "").splitlines() if line.strip() and not memory_files.is_heading(line)]
+    keyed = [(line, attribute(line)) for line in lines]
+    same_role = [line for line, old in keyed if old and old.key.split("@")[0] == new.key]
+    for line, old in keyed:
+        # "Jeremy is now the lead." names no team: it replaces the one line that says who the lead is.
+        unqualified = new.key.startswith("who-is:") and "@" not in new.key and len(same_role) == 1
+        if old is None or old.negated or not (old.key == new.key or (unqualified and line in same_role)):
             continue
         same_value = old.value == new.value or old.value in new.value or new.value in old.value
         if new.negated:
@@ -301,6 +331,27 @@ def superseded_lines(fact: str, content: str) -> list[str]:
         elif not same_value:
             stale.append(line)
     return stale
+
+
+_NEGATION_WORDS = frozenset({"no", "longer", "not", "anymore", "more", "any", "doesn't", "don't", "does", "do"})
+
+
+def negated_habit_lines(fact: str, content: str) -> list[str]:
+    """A negation without an attribute ("Doesn't drink coffee anymore.") takes back the lines that say all it
+    names ("Drinks two coffees every morning."): at least two content words, every one of them in the line."""
+    if not (_NEGATION_EN.search(fact) or _NEGATION_ZH.search(fact)) or attribute(fact) is not None:
+        return []
+    named = {w for w in content_words(fact) if w not in _NEGATION_WORDS}
+    if len(named) < 2:
+        return []
+    return [
+        line
+        for line in (content or "").splitlines()
+        if line.strip()
+        and not memory_files.is_heading(line)
+        and named <= set(content_words(line))
+        and not (_NEGATION_EN.search(line) or _NEGATION_ZH.search(line))
+    ]
 
 
 def restated_line(fact: str, content: str) -> str | None:

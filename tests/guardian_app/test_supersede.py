@@ -115,3 +115,17 @@ def test_other_verbs_and_other_owners_are_read(fact, key):
 def test_a_relatives_move_does_not_replace_the_users_home():
     assert superseded_lines("The user's sister moved to Rome.", "- Lives in Berlin.\n") == []
     assert superseded_lines("Got hired at Klarna.", "- Works at Google.\n") == ["- Works at Google."]
+
+
+def test_a_role_an_address_a_diet_and_a_habit_are_replaced_by_their_update():
+    team = "- Nadia is the lead on the mobile team.\n- Ana is the owner of the bakery.\n"
+    assert superseded_lines("Omar is now the lead.", team) == ["- Nadia is the lead on the mobile team."]
+    assert superseded_lines("Omar is the lead on the web team.", team) == []
+    home = "- Lives at 12 Rue Cler in Paris.\n"
+    assert superseded_lines("The user's new address is 3 Quai Voltaire in Paris.", home) == [home.strip()]
+    diet = "- Is vegan.\n"
+    assert superseded_lines("Eats fish again, so pescatarian now.", diet) == ["- Is vegan."]
+    habits = "- Plays chess every evening.\n- Likes chess books.\n"
+    assert superseded_lines("Doesn't play chess anymore.", habits) == ["- Plays chess every evening."]
+    job = "- Is a nurse at St Mary's.\n"
+    assert superseded_lines("Started a new job at Guy's.", job) == [job.strip()]
