@@ -33,6 +33,59 @@ _SPECIFIC = re.compile(r"[\w-]*\d[\w-]*|(?<=[\w,;:] )[A-Z][\w'-]+|[\w.-]+\.[a-z]
 _WORD = re.compile(r"[\w.-]+|`[^`]+`")
 
 
+# --- The attribute rule: how the user wants answers, as one attribute with a value ------------------------------------
+# "Prefers short answers.", "Keep it brief.", "The agent should not write the user essays, short is fine.",
+# "用户希望回答简洁一些。" all state answer length = short; "Prefers detailed answers." states it = long. A fact
+# scoped to a topic or moment ("for math", "when …") is an attribute of its own.
+_STYLE_VALUES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (key, value, re.compile(pattern, re.IGNORECASE))
+    for key, value, pattern in (
+        (
+            "length",
+            "short",
+            r"\b(?:short|shorter|brief|briefly|concise|concisely|succinct|terse|to the point|few sentences|"
+            r"one paragraph|tl;?dr|no (?:long|lengthy) \w+|(?:not?|never|don't|do not)\b[^.]{0,20}\b(?:essays|"
+            r"long-winded|ramble|rambling|wordy|verbose|walls? of text))\b|简短|简洁|精简|简明|短一点|短一些|别太长|不要太长",
+        ),
+        (
+            "length",
+            "long",
+            r"\b(?:detailed|in detail|thorough|thoroughly|in depth|in-depth|elaborate|longer|comprehensive)\b|"
+            r"详细|具体一点|展开说",
+        ),
+        ("tone", "formal", r"\b(?:formal|formally|professional)\b|正式"),
+        ("tone", "casual", r"\b(?:casual|casually|informal|informally|relaxed|chatty)\b|随意|轻松|口语化"),
+        (
+            "emoji",
+            "none",
+            r"\b(?:no|never|don't|do not|avoid|without|stop)\b[^.]{0,25}\bemojis?\b|不要?用?表情|别用表情|少用表情",
+        ),
+    )
+)
+# What makes it about answers: a word for them, or an instruction to the agent ("Keep it brief.").
+_ABOUT_ANSWERS = re.compile(
+    r"\b(?:answers?|repl(?:y|ies)|responses?|respond|messages?|explanations?|explain|writing|write|talk|speak|"
+    r"say|tone|emojis?|it short|it brief|keep it|be more|be less)\b|^(?:the agent|agent|keep|be)\b|"
+    r"回答|回复|答复|说话|解释|讲|语气|助手",
+    re.IGNORECASE,
+)
+_SCOPE = re.compile(r"\b(?:for|when|if|during|about|on)\s+(?P<scope>[a-z][\w -]{2,30})|(?:时|的时候)", re.IGNORECASE)
+
+
+def style_attribute(fact: str) -> tuple[str, str] | None:
+    """``("style:length", "short")`` for a fact about how the user wants answers, else None (see above)."""
+    if not _ABOUT_ANSWERS.search(fact):
+        return None
+    found = [(key, value) for key, value, pattern in _STYLE_VALUES if pattern.search(fact)]
+    if len({key for key, _ in found}) != 1 or len(found) != 1:
+        return None  # Nothing, or two attributes in one fact: not one value to compare.
+    key, value = found[0]
+    scope = _SCOPE.search(fact)
+    if scope and scope.group("scope") and not re.match(r"(?:me|the user|us)\b", scope.group("scope"), re.I):
+        key = f"{key}@{' '.join(scope.group('scope').lower().split()[:2])}"
+    return f"style:{key}", value
+
+
 def lexical(a: str, b: str) -> float:
     """Jaccard overlap of the two facts' content words (0..1)."""
     ta, tb = set(content_words(a, roles=True)), set(content_words(b, roles=True))

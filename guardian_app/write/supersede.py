@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from guardian_app.write.similarity import style_attribute
 from reflection_site import memory_files
 from reflection_site.text import content_words, fold
 
@@ -280,6 +281,8 @@ def attribute(fact: str) -> Attribute | None:
 
 def _attribute(fact: str) -> Attribute | None:
     text = _line_text(fold(fact))
+    if style := style_attribute(text):
+        return Attribute(style[0], style[1])
     stripped = _SUBJECT.sub("", text, count=1)
     negated = bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))
     for key, pattern in _PATTERNS:

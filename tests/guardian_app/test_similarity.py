@@ -54,3 +54,35 @@ def test_the_semantic_check_can_be_switched_off(write, user_md, settings):
     settings.GUARDIAN_PARAPHRASE_THRESHOLD = 1.5
     user_md.write_text("## Profile\n\n- Is a hospital nurse.\n")
     assert write("Works as a nurse in a hospital.").status == Status.WRITTEN
+
+
+@pytest.mark.parametrize(
+    ("fact", "stored", "same"),
+    [
+        ("Keep it brief.", "Prefers short answers.", True),
+        ("The agent should not pad its replies, terse is fine.", "用户希望回答简洁一些。", True),
+        ("Prefers detailed answers.", "Prefers short answers.", False),
+        ("Prefers detailed answers for maths.", "Prefers short answers.", False),
+        ("Likes short walks.", "Prefers short answers.", False),
+        ("Avoid emoji in replies.", "Never use emojis in answers.", True),
+    ],
+)
+def test_the_attribute_rule_reads_answer_length_tone_and_emoji_as_one_attribute(fact, stored, same):
+    assert (similarity.style_attribute(fact) == similarity.style_attribute(stored) is not None) is same
+
+
+def test_on_held_out_pairs_the_attribute_rule_adds_recall_without_false_refusals():
+    rows = [r for r in evaluate_paraphrase.load() if r["split"] == "heldout"]
+    dev = [r for r in evaluate_paraphrase.load() if r["split"] == "dev"]
+    methods = evaluate_paraphrase.methods()
+    shipped, before = (
+        methods["attribute rule, lexical or guarded WordLlama (shipped)"],
+        methods["lexical or guarded WordLlama"],
+    )
+    figures = {}
+    for name, score in (("shipped", shipped), ("before", before)):
+        threshold = evaluate_paraphrase.choose(evaluate_paraphrase.scores(dev, score))
+        figures[name] = evaluate_paraphrase.figures(evaluate_paraphrase.scores(rows, score), threshold)
+    negatives = sum(not r["same"] for r in rows)
+    assert figures["shipped"]["recall"] > figures["before"]["recall"]
+    assert figures["shipped"]["false_refusals"] <= max(figures["before"]["false_refusals"], 0.05 * negatives)

@@ -78,7 +78,7 @@ def test_the_same_value_again_is_still_a_duplicate(write, user_md):
         ("用户搬到了上海。", "home"),
         ("No longer uses vim.", "tool:editor"),
         ("Always answer in German.", "reply_language"),
-        ("Prefers short answers.", "prefers:answers"),
+        ("Prefers short answers.", "style:length"),
         ("用户叫小明。", "name"),
     ],
 )
