@@ -302,9 +302,24 @@ class CursorPagination(PaginationBase):
         return {"items": rows, "next_cursor": next_cursor}
 
 
-api.add_router("/v1/", "sessions_app.api.router")
-api.add_router("/v1/", "guardian_app.api.audits.router")
-api.add_router("/v1/", "guardian_app.api.learning.router")
-api.add_router("/v1/", "guardian_app.api.recall.router")
-api.add_router("/v1/", "guardian_app.api.reflect.router")
-api.add_router("/v1/", "dataset_app.api.router")
+_mounted = False
+ROUTERS = (
+    "sessions_app.api.router",
+    "guardian_app.api.audits.router",
+    "guardian_app.api.learning.router",
+    "guardian_app.api.recall.router",
+    "guardian_app.api.reflect.router",
+    "dataset_app.api.router",
+)
+
+
+def mounted_api() -> NinjaAPI:
+    """``api`` with every app's router under ``/v1/`` (once). Called by ``reflection_site.urls``, not when this
+    module loads: the apps' API modules import this one (ApiKey, ErrorOut, NOT_BLANK …), and mounting here would
+    import them back while they are half loaded whenever one of them is imported first."""
+    global _mounted
+    if not _mounted:
+        for router in ROUTERS:
+            api.add_router("/v1/", router)
+        _mounted = True
+    return api

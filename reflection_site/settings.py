@@ -21,8 +21,11 @@ from reflection_site.startup import (
     prepare_sqlite_file,
     secret_key,
     sqlite_options,
+    use_one_sqlite_library,
     use_the_running_instance,
 )
+
+SQLITE_VERSION = use_one_sqlite_library()  # Before Django's SQLite backend imports sqlite3 (startup.py says why).
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

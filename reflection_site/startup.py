@@ -18,6 +18,25 @@ import sys
 from pathlib import Path
 
 
+def use_one_sqlite_library() -> str:
+    """Give Django pysqlite3's SQLite (3.51, from its wheel) instead of the stdlib's (the system's 3.40): the recall
+    index loads sqlite-vec into pysqlite3's, which this Python's ``sqlite3`` cannot (no loadable extensions), and
+    two copies of SQLite in one process must never open the same file: closing one's descriptor drops the POSIX
+    locks the other holds on it (sqlite.org, "How To Corrupt An SQLite Database File", 2.2.1). Called by
+    settings.py before Django's SQLite backend imports ``sqlite3``; a process without the wheel keeps the stdlib's
+    (and recall then compares vectors with NumPy). Returns the SQLite version in use."""
+    try:
+        import pysqlite3
+        import pysqlite3.dbapi2
+    except ImportError:
+        import sqlite3
+
+        return sqlite3.sqlite_version
+    sys.modules["sqlite3"] = pysqlite3
+    sys.modules["sqlite3.dbapi2"] = pysqlite3.dbapi2
+    return pysqlite3.dbapi2.sqlite_version
+
+
 def use_the_running_instance(pointer: Path) -> None:
     """``make run`` writes ``var/run.env`` while it runs (WORKSPACE_DIR, and DATABASE_URL/REDIS_URL when it was given
     them). A ``manage.py`` command started in another terminal without WORKSPACE_DIR takes the values it lacks from

@@ -13,13 +13,8 @@ from django.test import Client
 from reflection_site.models import ApiKey
 
 ALL_SCOPES = ["ingest", "read", "operate", "annotate"]
-# The suite is written against the seed's five files; tests of the openclaw profile (the default) set it
-# themselves. Servers and workers the tests start inherit this too.
-os.environ["WORKSPACE_PROFILE"] = "seed"
-# The API's schemas are built once, when the URLs are imported, for the deployment's profile (a correction's
-# target_file is an enum of its memory files): build them now, under the suite's profile, as a server does at
-# start, and not inside whichever test first loads the URLs (a test of the openclaw profile, say).
-import reflection_site.urls  # noqa: E402, F401
+# The suite's profile is the seed's, set before Django reads its settings (tests/suite_env.py).
+assert os.environ["WORKSPACE_PROFILE"] == "seed"
 
 
 @pytest.fixture(autouse=True)

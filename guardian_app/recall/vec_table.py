@@ -1,8 +1,9 @@
 """sqlite-vec's ``vec0`` KNN table beside the chunks (seed 003's ``chunks_vec``), on SQLite.
 
 This Python's ``sqlite3`` module cannot load extensions (pyenv builds it without), so the extension is loaded into
-``pysqlite3`` connections (its own SQLite build) to the same database file: a read-only one per thread for
-queries, and a short-lived writer for ``sync_vector_table``. Django's connection never touches the virtual table.
+``pysqlite3`` connections (its own SQLite build, which Django uses too: ``reflection_site.startup``) to the same
+database file: a read-only one per thread for queries, and a short-lived writer for ``sync_vector_table``.
+Django's connection never touches the virtual table.
 
 ``memory_index_chunks_vec(chunk_id, embedding float[dims] distance_metric=cosine, ts, dated)``: one row per chunk
 vector of the configured model, ``ts`` (epoch seconds) and ``dated`` (a daily log or a transcript) as metadata
@@ -111,16 +112,24 @@ def sync_vector_table(label: str, *, rebuild: bool = False, conn: Any | None = N
     """Bring ``memory_index_chunks_vec`` in step with the chunks' vectors of ``label``; returns its state, or None
     when there is no database file, no sqlite-vec or no vector.
 
-    Without ``conn`` it runs in a process of its own (``python -m guardian_app.recall.vec_sync``): this process's
-    Django connection uses the stdlib's SQLite and sqlite-vec needs pysqlite3's, and two copies of SQLite in one
-    process must not write one file (closing either's file descriptor drops the other's POSIX locks: sqlite.org's
-    "How To Corrupt An SQLite Database File", 2.2.1). Call it with no transaction open on Django's connection.
+    Without ``conn`` it opens a writer of its own. Two copies of SQLite in one process must not open one file
+    (closing either's file descriptor drops the other's POSIX locks: sqlite.org's "How To Corrupt An SQLite
+    Database File", 2.2.1): where Django runs on pysqlite3's SQLite (``reflection_site.startup.use_one_sqlite_library``,
+    the default) the writer is a second connection of that one library, in this process; otherwise it runs in a
+    process of its own (``python -m guardian_app.recall.vec_sync``). Call it with no transaction open on Django's
+    connection (the writer would wait for Django's lock).
     """
     if conn is not None:
         return sync(conn, label, rebuild=rebuild)
     name = database_file()
     if name is None or connection.in_atomic_block or not sqlite_vec_available():
         return None
+    if sys.modules.get("sqlite3") is sys.modules.get("pysqlite3"):
+        writer = vec_connect(Path(name).resolve().as_uri())
+        try:
+            return sync(writer, label, rebuild=rebuild)
+        finally:
+            writer.close()
     command = [sys.executable, "-m", "guardian_app.recall.vec_sync", str(Path(name).resolve()), label]
     done = subprocess.run(
         [*command, *(["--rebuild"] if rebuild else [])],

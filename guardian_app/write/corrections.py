@@ -89,10 +89,10 @@ def correct_audit(
     Raises InvalidCorrection (422): a status other than written/refused, no reason, no pattern derivable,
     a pattern that can never match or that RE2 refuses (``/(?=x)/``), a target file that is not a memory
     file (a bank page is reflect's, written from its own facts, and the database refuses it as a target),
-    a re-attribution of a refusal or with an empty name.
+    a re-attribution with an empty name.
     """
     if about is not None:
-        candidate_fact, target_file = _reattributed(audit, status, about, candidate_fact, target_file)
+        candidate_fact, target_file = _reattributed(audit, about, candidate_fact, target_file)
     status = (status or "").strip().lower()
     if status not in CORRECTED_STATUSES:
         raise InvalidCorrection(f"status must be 'written' or 'refused', not {status!r}.")
@@ -134,16 +134,11 @@ def correct_audit(
         )
 
 
-def _reattributed(
-    audit: WriteGuardianAudit, status: str, about: str, fact: str | None, target_file: str | None
-) -> tuple[str, str]:
-    """The corrected fact and file of a re-attribution (``correct_audit``'s ``about``)."""
+def _reattributed(audit: WriteGuardianAudit, about: str, fact: str | None, target_file: str | None) -> tuple[str, str]:
+    """The corrected fact and file of a re-attribution (``correct_audit``'s ``about``); with the status
+    ``refused`` they are a label only (applying it rolls the write back and writes nothing)."""
     if not about.strip():
         raise InvalidCorrection("Say whose fact it is (a name, or 'owner').", details={"field": "about"})
-    if (status or "").strip().lower() != "written":
-        raise InvalidCorrection(
-            "A re-attribution says where the fact belongs: its status is 'written'.", details={"field": "about"}
-        )
     said_by = speaker_of(audit.decision.turn).name if audit.decision_id else None
     file_for, fact_for = attribution.reattribute(audit.candidate_fact or "", said_by=said_by, about=about)
     return (fact or "").strip() or fact_for, target_file or file_for

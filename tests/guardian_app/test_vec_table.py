@@ -174,12 +174,21 @@ def test_without_a_database_file_nothing_is_built():
     assert sync_vector_table("local/x") is None  # The test database is in memory: NumPy serves it.
 
 
-def test_the_writer_runs_in_a_process_of_its_own(indexed, tmp_path, monkeypatch):
-    """Two copies of SQLite in one process must not write one file: the sync is ``python -m …vec_sync``."""
+@pytest.mark.parametrize("one_library", [True, False])
+def test_the_writer_shares_no_file_with_another_sqlite_library(indexed, tmp_path, monkeypatch, one_library):
+    """Two copies of SQLite in one process must not open one file. Django runs on pysqlite3's SQLite (the suite
+    too): the writer is a connection of that library, in process. Where Django kept the stdlib's, the sync is
+    ``python -m …vec_sync``."""
     import subprocess
+    import sys
 
     from guardian_app.recall import vec_table
 
+    assert sys.modules["sqlite3"] is sys.modules["pysqlite3"]  # reflection_site.startup.use_one_sqlite_library
+    if not one_library:
+        import sqlite3 as stdlib_stand_in
+
+        monkeypatch.setitem(sys.modules, "sqlite3", SimpleNamespace(name="the stdlib's", of=stdlib_stand_in))
     conn = file_copy(tmp_path)
     conn.close()
     monkeypatch.setattr(vec_table, "database_file", lambda: str(tmp_path / "copy.db"))
@@ -188,5 +197,8 @@ def test_the_writer_runs_in_a_process_of_its_own(indexed, tmp_path, monkeypatch)
     real_run = subprocess.run
     monkeypatch.setattr(subprocess, "run", lambda command, **kw: commands.append(command) or real_run(command, **kw))
     state = sync_vector_table(indexed)
-    assert commands and commands[0][1:3] == ["-m", "guardian_app.recall.vec_sync"]
+    if one_library:
+        assert commands == []
+    else:
+        assert commands and commands[0][1:3] == ["-m", "guardian_app.recall.vec_sync"]
     assert state is not None and state["rows"] == 25

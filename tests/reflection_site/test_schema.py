@@ -120,3 +120,16 @@ def test_the_migrations_drop_and_restore_the_keys_own_indexes_and_keep_the_rows(
         assert _single_column_indexes(table, column) == ({declared} if declared else set())
     assert "turns_session_turn" not in _index_names("conversation_turns")
     assert ConversationTurn.objects.get(session=session).user_message_content == "hi"  # No row lost either way.
+
+
+@pytest.mark.parametrize("router", __import__("reflection_site.api", fromlist=["ROUTERS"]).ROUTERS)
+def test_each_api_module_imports_first_in_a_fresh_process(router):
+    """The apps' API modules import reflection_site.api; it mounts them only when the URLs ask (issue 20: mounted at
+    its import, an API module imported before it met itself half loaded)."""
+    import subprocess
+    import sys
+
+    module = router.rsplit(".", 1)[0]
+    code = f"import django; django.setup(); import {module}; print({module}.router)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]

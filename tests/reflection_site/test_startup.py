@@ -6,6 +6,9 @@ from __future__ import annotations
 import base64
 import hashlib
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from reflection_site.startup import (
     filesystem_broker_options,
@@ -102,3 +105,33 @@ def test_inline_style_hashes_are_sha256_of_each_style_element() -> None:
     body = text.split("<style>", 1)[1].split("</style>", 1)[0]
     expected = f"'sha256-{base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()}'"
     assert inline_style_hashes(template)[0] == expected
+
+
+@pytest.mark.django_db
+def test_django_runs_on_the_sqlite_library_that_loads_sqlite_vec():
+    """One SQLite library per process: the recall index's sqlite-vec connections and Django's share a file, and
+    two libraries on one file drop each other's locks (reflection_site.startup.use_one_sqlite_library)."""
+    import sys
+
+    from django.conf import settings
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL: no SQLite file is shared")
+    connection.ensure_connection()
+    assert type(connection.connection).__module__ == "pysqlite3.dbapi2"
+    assert sys.modules["sqlite3"] is sys.modules["pysqlite3"]
+    assert connection.connection.execute("SELECT sqlite_version()").fetchone()[0] == settings.SQLITE_VERSION
+
+
+def test_without_the_wheel_the_stdlib_library_stays(monkeypatch):
+    import sys
+
+    from reflection_site.startup import use_one_sqlite_library
+
+    stdlib = SimpleNamespace(sqlite_version="3.40.1")  # Stands for the stdlib's module.
+    monkeypatch.setitem(sys.modules, "pysqlite3", None)  # An import of it fails, as without the wheel.
+    monkeypatch.setitem(sys.modules, "pysqlite3.dbapi2", None)
+    monkeypatch.setitem(sys.modules, "sqlite3", stdlib)
+    assert use_one_sqlite_library() == "3.40.1"
+    assert sys.modules["sqlite3"] is stdlib
