@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from dataset_app import charts
 from dataset_app.models import EvaluationRun, JobStatus
+from reflection_site import charts
 from reflection_site.admin import ReadOnlyAdmin
 
 

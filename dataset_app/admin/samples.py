@@ -18,14 +18,14 @@ from django.utils.safestring import SafeString
 from import_export.admin import ImportExportModelAdmin
 from import_export.formats.base_formats import CSV, JSON, XLSX
 
-from dataset_app import charts, queries
+from dataset_app import queries
 from dataset_app.admin.resources import DatasetSampleResource
 from dataset_app.admin.review_queue import ReviewQueueMixin
 from dataset_app.annotation import annotate_sample, annotate_samples, review_queue
 from dataset_app.exports import start_export
 from dataset_app.models import AnnotationStatus, DatasetSample, SampleType, visible_content_sql
 from dataset_app.review import present
-from reflection_site import cli
+from reflection_site import charts, cli
 from reflection_site.admin import BigTableMixin, dashboard_figures, recent_values_filter, register_dashboard
 from reflection_site.privacy import redact
 
