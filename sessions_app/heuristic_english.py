@@ -227,7 +227,7 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
     if rules.ONE_OFF_EN.match(clause):
         return Finding(NO_WRITE, None, "A request for now, not a lasting preference.", 0.7)
     matched: tuple[str, float] | None = None
-    if (match := rules.MY_EN.match(clause)) and rules.MY_DURABLE & {
+    if (match := rules.MY_EN.match(clause)) and (rules.MY_DURABLE | rules.EVENT_NOUNS) & {
         w.lower().removesuffix("'s") for w in match.group("np").split()
     }:
         matched = ("a fact about the user's life", 0.75)

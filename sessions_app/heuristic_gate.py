@@ -186,6 +186,11 @@ def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple
         else:
             previous = reading.text
             first_statement = first_statement or reading.text
+        if result is None and reading.labelled:
+            # "Correction: the design review moved to Thursday.": labelled by the user as news or a correction.
+            decision = "UPDATE_USER" if rules.SCHEDULE_CHANGE_EN.search(reading.text) else "UPDATE_MEMORY"
+            fact = fact_from_statement(reading.text)
+            result = write_finding(decision, fact, "A correction or update the user announced.", 0.6)
         if result is not None:
             findings.append(result)
     writes = [f for f in findings if f.decision != NO_WRITE]

@@ -79,6 +79,7 @@ class Reading:
     kind: str  # "statement" | "question" | "hypothetical" | "smalltalk" | "long"
     text: str
     greeted: bool = False
+    labelled: bool = False  # Opened by "Update:" or "Correction:": the user says it is a fact.
 
 
 def _strip_leading(text: str) -> tuple[str, bool]:
@@ -140,6 +141,8 @@ def read_sentence(sentence: str) -> Reading:
     polite = rules.EN_POLITE.match(text) or rules.ZH_POLITE.match(text)
     if polite:
         return Reading("statement", polite.group("rest").strip(), greeted)
+    if rules.EN_LABEL.match(sentence) and not _is_question(text):
+        return Reading("statement", text, greeted, labelled=True)
     if rules.EN_HYPOTHETICAL.search(text) or rules.ZH_HYPOTHETICAL.search(text):
         return Reading("hypothetical", text, greeted)
     if _is_question(text):

@@ -96,11 +96,22 @@ EN_LEAD_LOOSE = re.compile(
     r"kindly|um+|uh+|so)\b[\s,:;!.\-\u2013\u2014]*",
     re.I,
 )
+LABEL_WORDS = r"(?:quick |small |life |little |big )?(?:update|correction|news|edit)"
+# A sentence that starts with such a label states a fact even when no rule reads the rest ("Correction: the
+# design review moved to Thursday.").
+EN_LABEL = re.compile(rf"^(?:{LABEL_WORDS})\s*[:\-\u2013\u2014]\s*\S", re.I)
+# A labelled statement that moves an event in time corrects the user's schedule ("Correction: the design team
+# meeting moved to 3pm on Friday."), which USER.md holds; other labelled news goes to MEMORY.md.
+SCHEDULE_CHANGE_EN = re.compile(
+    r"\b(?:meeting|appointment|call|interview|standup|stand-up|review|class|lesson|session|check-?up|dinner|lunch)s?\b"
+    r"[^.]*\b(?:moved|rescheduled|pushed|changed|shifted|brought forward|is now)\b[^.]*\b(?:to|at|on)\s+\S",
+    re.I,
+)
 EN_LEAD_STRICT = re.compile(
     r"^(?:ok(?:ay)?|alright|all right|sure|great|cool|well|yes|yeah|yep|yup|no|nope|nah|thanks|thank you|thx|"
     r"hmm+|ah+|got it|perfect|nice|right|fine|wait|listen|look|note|understood|"
     # A label announcing news or a correction: "Update: I relocated again …", "Correction: …".
-    r"(?:quick |small |life |little |big )?(?:update|correction|news|edit)|p\.?s\.?)\s*[,:;!.\-\u2013\u2014]+\s*",
+    rf"{LABEL_WORDS}|p\.?s\.?)\s*[,:;!.\-\u2013\u2014]+\s*",
     re.I,
 )
 ZH_GREETING = r"你好|您好|嗨|哈喽|早上好|早安|晚上好|下午好"
@@ -515,6 +526,12 @@ MY_DURABLE = frozenset(
     "age anniversary allergy allergies diet hobby hobbies favourite favorite colour color food team's "
     "girlfriend boyfriend fiance fiancee university school degree major salary car house apartment flat "
     "native first zone".split()
+)
+# "My meeting with the design team is at 2pm": the user's schedule (USER.md), as "my" + a durable noun is.
+EVENT_NOUNS = frozenset(
+    "meeting meetings appointment appointments call calls interview interviews deadline deadlines flight flights "
+    "train exam exams review reviews demo standup stand-up presentation party wedding trip visit session "
+    "sessions class lesson lessons check-up checkup surgery hearing date dinner lunch".split()
 )
 MY_EN = re.compile(
     r"^my\s+(?P<np>[\w' -]{1,40}?)\s+(?:is|are|was|were|has|have|lives|live|works|work|likes|like|loves|love|"

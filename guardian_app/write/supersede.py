@@ -67,6 +67,15 @@ _ROLES_HELD = (
     r"president|coordinator|point of contact|contact|captain|organi[sz]er|maintainer|admin|administrator|"
     r"landlord|landlady|doctor|dentist|therapist|accountant|lawyer|teacher|coach"
 )
+_EVENTS = (
+    r"meetings?|appointments?|calls?|interviews?|deadlines?|flights?|train|exams?|reviews?|demo|stand-?up|"
+    r"presentation|party|wedding|trip|visit|sessions?|class|lessons?|check-?up|surgery|hearing|dinner|lunch"
+)
+_WHEN = (
+    r"(?:\d{1,2}(?::\d\d)?\s?(?:am|pm)|\d{1,2}:\d\d|noon|midnight|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*\s+\d{1,2}|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*|tomorrow|next \w+)"
+)
 _DIETS = r"vegetarian|vegan|pescatarian|keto|paleo|carnivore|omnivore|gluten-free|dairy-free|lactose-free|halal|kosher"
 _LANGS = (
     r"english|chinese|mandarin|cantonese|french|german|spanish|italian|portuguese|japanese|korean|dutch|russian|"
@@ -139,6 +148,14 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             rf"(?:new\s+)?(?P<k>(?:[\w-]+\s+){{0,2}}?(?:{_ROLES_HELD}))\b",
         ),
         ("my:address", r"\blives?\s+at\s+(?P<v>\d[^,;]*)"),
+        (
+            # When an event is: "The user's meeting with the design team is at 2pm on Friday." and "The design
+            # team meeting moved to 3pm on Friday." share the key "when:design meeting team".
+            "when:{ev}",
+            rf"^(?P<ev>(?:[\w'-]+\s+){{0,6}}?(?:{_EVENTS})\b(?:\s+(?:with|for|of|about)\s+(?:[\w'-]+\s+){{0,4}}?)?)\s*"
+            r"(?:(?:is|was|has been|got|will be)\s+)?(?:now\s+)?(?:(?:moved|rescheduled|pushed(?: back)?|changed|"
+            rf"shifted|brought forward)\s+to\s+|(?:at|on|is)\s+)(?P<v>{_WHEN}[^.;]*)",
+        ),
         (
             "home",
             r"\b(?:lives?|living|resides?|residing|is based|based|moved|moving|relocated|relocating|settled)\s+"
@@ -296,6 +313,9 @@ def _attribute(fact: str) -> Attribute | None:
                 continue
             if "{cat}" in key:
                 key_name = key.format(cat=_TOOL_TO_CATEGORY.get(value, value))
+            elif key == "when:{ev}":
+                words = set(content_words(re.sub(r"^(?:the user's|user's|their|my|the)\s+", "", groups["ev"])))
+                key_name = "when:" + " ".join(sorted(words))
             elif key == "who-is:{k}":
                 org = _clean(groups.get("org") or "")
                 key_name = f"who-is:{' '.join(groups['k'].split())}" + (f"@{org}" if org else "")

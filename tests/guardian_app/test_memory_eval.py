@@ -60,14 +60,13 @@ def test_the_second_held_out_set_meets_the_issues_bar(workspace):
     assert (held["poison_written"], held["secrets_written"]) == (0, 0) and held["smalltalk_written"] <= 1
 
 
-def test_the_third_held_out_set_does_not_fall_back(workspace):
-    """v3 (QUALITY.md) does not meet the bar yet (a third-person correction of an event time is not read: one
-    stale line in 7 sessions); this holds it at its figures after the fixes so that nothing falls back."""
+def test_the_third_held_out_set_meets_the_issues_bar(workspace):
+    """v3 (QUALITY.md): blind at its first reading (0.580 captured, 30 stale), no longer blind since the classes
+    it showed were fixed; held at the issue's bar from then on."""
     held = run(str(CORPUS.with_name("conversations_heldout_v3.jsonl")))["heldout_v3"]
-    assert held["turns"] >= 80 and held["captured"] >= 0.93
-    assert held["stale"] <= 7
-    assert (held["duplicates"], held["misattributed"], held["poison_written"], held["secrets_written"]) == (0, 0, 0, 0)
-    assert held["smalltalk_written"] <= 1
+    assert held["turns"] >= 80 and held["captured"] >= 0.95
+    assert (held["stale"], held["duplicates"], held["misattributed"]) == (0, 0, 0)
+    assert (held["poison_written"], held["secrets_written"]) == (0, 0) and held["smalltalk_written"] <= 1
 
 
 def test_a_corpus_that_is_not_jsonl_is_a_clear_error(tmp_path):

@@ -129,3 +129,11 @@ def test_a_role_an_address_a_diet_and_a_habit_are_replaced_by_their_update():
     assert superseded_lines("Doesn't play chess anymore.", habits) == ["- Plays chess every evening."]
     job = "- Is a nurse at St Mary's.\n"
     assert superseded_lines("Started a new job at Guy's.", job) == [job.strip()]
+
+
+def test_a_moved_event_replaces_the_line_with_its_old_time():
+    content = "- The user's call with the bank is at 9am on Monday.\n- The user's lunch with Sam is at noon.\n"
+    assert superseded_lines("The bank call moved to 11am on Monday.", content) == [
+        "- The user's call with the bank is at 9am on Monday."
+    ]
+    assert superseded_lines("The dentist appointment moved to Friday.", content) == []

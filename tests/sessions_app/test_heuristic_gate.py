@@ -462,6 +462,10 @@ V3_CLASS_ROWS: list[tuple[str, str, str | None]] = [
     ("Nadia is the owner of the bakery.", "UPDATE_MEMORY", "Nadia is the owner of the bakery."),
     ("Omar is my landlord.", "UPDATE_USER", "Omar is the user's landlord."),
     ("I wanted to go swimming every day.", "NO_WRITE", None),
+    # A labelled correction or news with no first person: the user says it is a fact; a schedule change is theirs.
+    ("Correction: the budget call moved to 4pm on Monday.", "UPDATE_USER", "The budget call moved to 4pm on Monday."),
+    ("Update: the offsite is cancelled.", "UPDATE_MEMORY", "The offsite is cancelled."),
+    ("Update: what do you think?", "NO_WRITE", None),
 ]
 
 
