@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from guardian_app.write.similarity import style_attribute
 from reflection_site import memory_files
@@ -285,6 +286,7 @@ def _owned_by(text: str, before: str, key: str) -> str:
     return f"{owner.casefold()}:{key}"
 
 
+@lru_cache(maxsize=20_000)  # A file's lines are read again on every write to it.
 def attribute(fact: str) -> Attribute | None:
     """The attribute a fact states, or None for a fact that has no single current value."""
     named = _NAMED.match(_line_text(fact))
