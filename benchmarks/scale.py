@@ -276,7 +276,10 @@ def child_export_conversations(repeat: int) -> dict:
     from sessions_app.models import ConversationTurn
 
     # The nightly export takes one day; here the day's bounds are widened to every turn of the data set.
-    conversations._day_bounds = lambda day: (dt.datetime(2000, 1, 1, tzinfo=dt.UTC), dt.datetime(2100, 1, 1, tzinfo=dt.UTC))
+    conversations._day_bounds = lambda day: (
+        dt.datetime(2000, 1, 1, tzinfo=dt.UTC),
+        dt.datetime(2100, 1, 1, tzinfo=dt.UTC),
+    )
     t0 = time.perf_counter()
     result = conversations.export_conversations(dt.date.today())
     elapsed = time.perf_counter() - t0

@@ -7,7 +7,9 @@ from guardian_app.write.diffs import line_kinds, unified_diff
 
 
 def test_each_line_of_a_diff_gets_its_kind() -> None:
-    diff = unified_diff("# User\n- Lives in Berlin.\n- Likes tea.\n", "# User\n- Lives in Lisbon.\n- Likes tea.\n", "USER.md")
+    diff = unified_diff(
+        "# User\n- Lives in Berlin.\n- Likes tea.\n", "# User\n- Lives in Lisbon.\n- Likes tea.\n", "USER.md"
+    )
     kinds = [kind for kind, _ in line_kinds(diff)]
     assert kinds == ["meta", "meta", "hunk", "ctx", "del", "add", "ctx"]
     assert line_kinds(diff)[4] == ("del", "-- Lives in Berlin.")
