@@ -36,9 +36,12 @@ def paths(row: DatasetExport) -> dict[str, Path]:
 
 
 def load(row: DatasetExport, tmp_path: Path):
+    """As the README says to load an export: the JSON formats as they are, CSV as text (pandas reads a column that
+    is empty in all of one file's rows as a missing number, which the other file's text then fails to fit)."""
     files = {split: str(path) for split, path in paths(row).items() if path.stat().st_size}
-    builder = "csv" if row.export_format == "csv" else "json"
-    return load_dataset(builder, data_files=files, cache_dir=str(tmp_path / "hf-cache"))
+    if row.export_format == "csv":
+        return load_dataset("csv", data_files=files, cache_dir=str(tmp_path / "hf-cache"), keep_default_na=False)
+    return load_dataset("json", data_files=files, cache_dir=str(tmp_path / "hf-cache"))
 
 
 @pytest.mark.parametrize("fmt", ["openai", "alpaca", "sharegpt", "raw", "csv"])

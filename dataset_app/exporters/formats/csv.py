@@ -33,6 +33,11 @@ class CSVWriter(Writer):
 
     Written by hand rather than with ``csv.writer``, which scans every character of every field to decide
     on quoting and was a third of the export's time; always quoting text needs no scan.
+
+    An absent value is an empty cell. CSV carries no types: pandas (and so Hugging Face ``datasets``) reads a column
+    that is empty in all of one file's rows as a missing number and fails on another file's text, whatever the
+    quoting; the README says to read the files as text (``keep_default_na=False``). A sentinel instead of the empty
+    cell would change the data, so none is written.
     """
 
     name = "csv"
