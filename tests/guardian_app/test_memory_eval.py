@@ -84,3 +84,19 @@ def test_the_table_names_every_figure(workspace, tmp_path):
     text = out.getvalue()
     for word in ("captured", "stale", "dupl.", "misattr.", "poison", "smalltalk", "secrets"):
         assert word in text
+
+
+def test_the_fourth_held_out_set_has_the_promised_size_and_says_where_each_turn_came_from():
+    """v4 (QUALITY.md) is a blind measurement read once: its figures are reported, not held in CI (no rule was
+    changed for it); this only checks the file the builder froze."""
+    sessions = load_corpus(CORPUS.with_name("conversations_heldout_v4.jsonl"))
+    turns = [turn for session in sessions for turn in session["turns"]]
+    assert len(turns) >= 80 and {session["split"] for session in sessions} == {"heldout_v4"}
+    assert len({(turn["from"], turn["channel"]) for turn in turns}) >= 3 and turns[0]["from"] == "Kai"
+    assert any("\u4e00" <= ch <= "\u9fff" for turn in turns for ch in turn["text"])
+    labels = {turn["label"] for turn in turns}
+    assert {"update", "negation", "paraphrase", "other_fact", "other_rule", "poison", "secret", "smalltalk"} <= labels
+    assert all(turn["source"] for turn in turns)
+    sources = json.loads(CORPUS.with_name("v4_sources.json").read_text(encoding="utf-8"))
+    assert [t["text"] for t in sources["turns"]] == [turn["text"] for turn in turns]
+    assert all(session["expect"]["present"] and session["expect"]["once"] for session in sessions)
