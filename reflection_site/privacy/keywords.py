@@ -22,7 +22,12 @@ DEFAULT_REDACT_PATTERNS: tuple[str, ...] = ("api[_-]?key", "password", "token", 
 # That plugin's own value regexes are not used: in prose there is no closing quote, and they take
 # the rest of the line as the secret.
 _CJK_KEYWORDS: tuple[str, ...] = ("密码", "口令", "密钥", "秘钥", "私钥", "令牌")
-_EXTRA_KEYWORDS: tuple[str, ...] = ("passphrase",)
+# A keyword said in prose as two words ("my API key is …", "the access key is …"): the seed's pattern
+# ``api[_-]?key`` and detect-secrets' list name keys as identifiers, with no space inside.
+_EXTRA_KEYWORDS: tuple[str, ...] = ("passphrase", "api key", "access key", "secret key")
+# What prose puts between a key and its "is": "the password for the company system is …", "token of the
+# staging server was …" (a preposition and at most four words, then the copula).
+_QUALIFIER = re.compile(r"[ \t]+(?i:for|of|to|on|at|in)(?:[ \t]+[\w.-]+){1,4}?(?=[ \t]+(?i:is|was)[ \t])")
 
 # A key whose other words say it names metadata about a secret, not the secret itself:
 # "password_policy: strict", "token_count: 12", "secret_name: prod-db".
@@ -190,6 +195,9 @@ def keyword_findings(text: str, rules: _Rules) -> Iterator[Finding]:
                 yield Finding(kind, match.start(), end)
     for _, key_end in key_spans(text, rules):
         separator = _SEPARATOR.match(text, key_end)
+        qualified = _QUALIFIER.match(text, key_end)
+        if qualified is not None:  # "password for the company system is X": the copula after the qualifier.
+            separator = _SEPARATOR.match(text, qualified.end())
         if separator is None:
             continue
         span = _value_span(text, separator.end())

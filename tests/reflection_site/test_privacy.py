@@ -132,6 +132,13 @@ CORPUS = [
     case("X-Api-Key: 0123456789abcdef", "secret", hidden=("0123456789abcdef",)),
     case("accessToken: abcd1234efgh", "secret", hidden=("abcd1234efgh",)),
     # --- Secrets, Chinese ---------------------------------------------------------------------
+    # A key said in prose: two words, or with a qualifier before its "is" (issue 21's blind set v4 wrote both).
+    case("My password for the company system is K5h8kGZPGxZtbK!", "secret", hidden=("K5h8kGZPGxZtbK!",)),
+    case("My API key is sk_uYHBQd3MJ9xrwww4fnbSEyRrZbfS", "secret", hidden=("sk_uYHBQd3MJ9xrwww4fnbSEyRrZbfS",)),
+    case("the access key for staging was AKxx77-19zz", "secret", hidden=("AKxx77-19zz",)),
+    case("The password for the wifi is on the fridge"),
+    case("The token for the meeting is ready"),
+    case("The API key rotation is monthly."),
     case("我的密码是hunter2，别告诉别人", "secret", hidden=("hunter2",)),
     case("数据库密码：Passw0rd!2024", "secret", hidden=("Passw0rd!2024",)),
     case("WiFi密码是 12345678", "secret", hidden=("12345678",)),
