@@ -252,6 +252,8 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
     if rules.TRANSIENT_EN.search(clause) and not rules.LIFE_CHANGE_EN.search(clause):
         # "I moved to Bristol today" stays true after today; "I'm tired today" does not.
         return Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)
+    if re.match(r"^we\s", clause, re.I):  # "we adopted a puppy": the household's, written as the user's.
+        clause = "I " + clause[3:]
     return write_finding("UPDATE_USER", _user_fact_en(clause), f"About the user: {matched[0]}.", matched[1])
 
 

@@ -88,6 +88,7 @@ from sessions_app import heuristic_rules as rules
 from sessions_app.correction_patterns import correction_pattern_problem, matches_correction_pattern
 from sessions_app.heuristic_chinese import identity_zh, soul_zh, tools_zh, user_zh
 from sessions_app.heuristic_english import identity_en, people_en, soul_en, tools_en, user_en
+from sessions_app.heuristic_others import others_en, others_zh, resolve_pronoun
 from sessions_app.heuristic_person import expand
 from sessions_app.heuristic_reading import Finding, is_chinese, normalise, read_sentence, split_sentences, write_finding
 from sessions_app.heuristic_remember import (
@@ -157,16 +158,23 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
             )
         return remember
     if is_chinese(text):
-        checks: tuple[Callable[[str], Finding | None], ...] = (identity_zh, soul_zh, tools_zh, user_zh)
+        checks: tuple[Callable[[str], Finding | None], ...] = (identity_zh, soul_zh, tools_zh, others_zh, user_zh)
         clause = text
     else:
         clause = expand(text)
-        checks = (identity_en, soul_en, tools_en, lambda c: user_en(c, greeted=greeted), people_en)
+        checks = (identity_en, soul_en, tools_en, lambda c: user_en(c, greeted=greeted), people_en, others_en)
     for rule in checks:
         finding = rule(clause)
         if finding is not None:
             return finding
     return None
+
+
+def _change_rank(finding: Finding) -> int:
+    """0 for a negation of something said before, 1 for another change, 2 for any other fact."""
+    if finding.reason != rules.CHANGE_REASON:
+        return 2
+    return 0 if rules.NEGATION_CHANGE.search(finding.fact or "") else 1
 
 
 def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple[GateVerdict, str | None]:
@@ -177,10 +185,12 @@ def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple
     findings: list[Finding] = []
     previous: str | None = None
     first_statement: str | None = None
+    said_before = [message for role, message in context if role == "user"][-1:]
     for reading in readings:
         if reading.kind != "statement":
             continue
-        result = _classify_statement(reading.text, greeted=reading.greeted)
+        text = resolve_pronoun(reading.text, said_before + [r.text for r in readings[: readings.index(reading)]])
+        result = _classify_statement(text, greeted=reading.greeted)
         if isinstance(result, Remember):
             result = resolve_bare_remember(previous, context)
         else:
@@ -195,7 +205,9 @@ def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple
             findings.append(result)
     writes = [f for f in findings if f.decision != NO_WRITE]
     if writes:
-        best = min(writes, key=lambda f: PRECEDENCE.index(f.decision))
+        # Among writes of one kind, a change wins, a negation first: "I went to the doctor. I've started eating
+        # fish again. I'm no longer vegetarian." is about the diet that ended, not the visit that came first.
+        best = min(writes, key=lambda f: (PRECEDENCE.index(f.decision), _change_rank(f)))
         confidence = best.confidence
         if len({f.decision for f in writes}) > 1:
             # Several kinds of fact in one turn: only one is kept, so the choice is less certain.

@@ -53,11 +53,19 @@ def split_sentences(text: str) -> list[str]:
         part = (part or "").strip()
         if not part:
             continue
-        if sentences and sentences[-1].lower().endswith(rules.ABBREVIATIONS):
+        if sentences and _ends_with_abbreviation(sentences[-1]):
             sentences[-1] = f"{sentences[-1]} {part}"
         else:
             sentences.append(part)
     return [restore(sentence, spans) for sentence in sentences]
+
+
+def _ends_with_abbreviation(sentence: str) -> bool:
+    """ "… see Dr." or "(e.g." ends on an abbreviation; "… the dentist." (a word ending like "st.") does not."""
+    last = sentence.lower().rsplit(None, 1)[-1]
+    return any(
+        last == short or (last.endswith(short) and not last[-len(short) - 1].isalpha()) for short in rules.ABBREVIATIONS
+    )
 
 
 def finish_en(text: str) -> str:

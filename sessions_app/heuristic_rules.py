@@ -92,7 +92,8 @@ ZH_KIN = (
 GREETING_WORDS = r"hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|day)|nice to meet you"
 EN_LEAD_LOOSE = re.compile(
     rf"^(?:{GREETING_WORDS}|btw|by the way|fyi|just so you know|just fyi|for the record|for your information|"
-    r"and also|also|oh and|and|oh|actually|anyway|anyways|one more thing|quick note|heads up|please|pls|plz|"
+    r"and also|also|oh and|and|but|oh|actually|anyway|anyways|one more thing|quick note|(?:quick |small |just a )?heads[- ]up|"
+    r"please|pls|plz|"
     r"kindly|um+|uh+|so)\b[\s,:;!.\-\u2013\u2014]*",
     re.I,
 )
@@ -397,7 +398,9 @@ DURABLE_ADJECTIVES = (
     r"building|writing|planning|moving to|responsible for|in charge of)\b|"
     # Employment and residence said with other words: "I'm employed at Monzo", "I'm living in York".
     r"(?:employed|hired|contracted|interning|freelancing|contracting|on (?:the|their|a) [\w-]+ team|"
-    r"(?:living|staying|settled|located|renting|resident|residing) (?:in|at|near|outside)|a resident of)\b"
+    # "I'm all settled in Porto now", "I'm now living in York": a home said with an adverb before it.
+    r"(?:(?:all|fully|now|finally|properly|happily)\s+){0,2}(?:living|staying|settled|located|renting|resident|residing) "
+    r"(?:in|at|near|outside)|a resident of)\b"
 )
 # A change of home or employer: durable even when said with "today" ("I moved to Bristol today").
 LIFE_CHANGE_VERBS = (
@@ -410,7 +413,7 @@ LIFE_CHANGE_EN = re.compile(rf"\b(?:{LIFE_CHANGE_VERBS})", re.I)
 # An update or a negation of something the user said before (the guardian replaces the old line).
 CHANGE_EN = re.compile(
     rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:switched|changed|moved|relocated|started|joined|quit|"
-    r"left|gave up|stopped|dropped|ditched|swapped|traded|became|went|got (?:a new job|married|divorced|engaged))\b|"
+    r"left|gave up|stopped|dropped|ditched|swapped|traded|became|retired|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
     r"^I\s+(?:am|do|have)?\s*no longer\b|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
     r"^I\s+(?:now|nowadays)\s+\w+|"
     # A move or a new job after other steps: "I packed up and moved to Bristol", "I sold the flat, then relocated
@@ -443,8 +446,11 @@ VAGUE_EN = re.compile(
     r"(?:project|thing|things|stuff|something|anything|it|this|that|work)\s*[.!]*$",
     re.I,
 )
+CHANGE_LABEL = "a change to something the user said before"
+NEGATION_CHANGE = re.compile(r"\bno longer\b|\b(?:anymore|any more|any longer)\b|不再|已经不|再也不|不.{1,6}了")
+CHANGE_REASON = f"About the user: {CHANGE_LABEL}."
 USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
-    ("a change to something the user said before", CHANGE_EN, 0.75),
+    (CHANGE_LABEL, CHANGE_EN, 0.75),
     ("the user's routine", ROUTINE_EN, 0.7),
     ("a stated preference", PREFERENCE_EN, 0.8),
     (
@@ -482,6 +488,48 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
             re.I,
         ),
         0.75,
+    ),
+    # Possessions and pets said with other verbs: "I have a beagle named Otto", "we rescued a kitten called Miso",
+    # "I bought a Honda Civic", "I own a piano".
+    (
+        "what the user owns",
+        re.compile(
+            rf"^(?:I|we)\s+{ADV}(?:(?:just|recently|finally|now)\s+)*(?:have|have got|own|adopted|rescued|got|bought|"
+            r"brought home|took in|purchased|leased)\s+(?:a|an|one|two|three|our|my)\s+[^.;,]{1,40}?\b(?:named|called)\s+"
+            r"(?-i:[A-Z])",
+            re.I,
+        ),
+        0.75,
+    ),
+    (
+        "what the user owns",
+        re.compile(
+            rf"^(?:I|we)\s+{ADV}(?:(?:just|recently|finally|now)\s+)*(?:own|bought|purchased|leased|drive)\s+"
+            r"(?:a|an|one|our|my)\s+(?:new\s+|used\s+|second-hand\s+|first\s+)?(?:(?-i:[A-Z][\w-]*)\b|(?:car|bike|"
+            r"motorbike|motorcycle|scooter|e-bike|van|truck|boat|house|flat|apartment|condo|cottage|piano|horse)\b)",
+            re.I,
+        ),
+        0.7,
+    ),
+    (
+        "the user's education",
+        re.compile(
+            rf"^I\s+{ADV}(?:(?:just|recently|finally)\s+)*(?:graduated|hold|have|earned|got|completed|finished|"
+            r"have earned|have completed)\s+(?:with\s+|from\s+[^,.;]{2,60}?\s+with\s+)?(?:a|an|my)\s+(?:[\w-]+\s+){0,2}?"
+            r"(?:degree|diploma|phd|doctorate|master'?s|bachelor'?s|mba)\b|^I\s+(?:just\s+)?graduated\s+(?:from|in)\s+\S",
+            re.I,
+        ),
+        0.75,
+    ),
+    # A plan with a place: "I'm planning a trip to Oslo in May", "I plan to fly to Lima next month".
+    (
+        "the user's plans",
+        re.compile(
+            r"^I\s+(?:am\s+)?(?:plan|planning|intend|intending|am going)\s+(?:to\s+(?:go|fly|travel|head|move)\s+"
+            r"(?:back\s+)?to|an?\s+(?:[\w-]+\s+)?trip\s+to|on\s+(?:going|flying|travel+ing|moving)\s+to)\s+(?-i:[A-Z])",
+            re.I,
+        ),
+        0.65,
     ),
     (
         "something long-standing",
@@ -627,16 +675,16 @@ ZH_NOT_ME = (
 )
 USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
-        "a change to something the user said before",
+        CHANGE_LABEL,
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS}|前不久)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|"
-            r"辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了$|改成|改吃|开始吃|成了|变成)"
+            r"辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了$|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业))"
         ),
         0.75,
     ),
     (
         # A move or a new job after other steps: "我收拾行李搬到了厦门", "我辞职去了美团上班".
-        "a change to something the user said before",
+        CHANGE_LABEL,
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS})[，,]?)*(?:(?!{ZH_NOT_ME})[^，。；,;]){{1,12}}?[，,]?(?:然后|就|又|并|再|便)?"
             rf"(?:{ZH_MOVE_OR_JOB})"
@@ -692,6 +740,16 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     ("the user's work", re.compile(r"^我(?:的工作是|是做|做)(?!了)"), 0.7),
     ("what the user uses", re.compile(r"^我(?:平时|一般|习惯|主要|一直)?(?:用|使用)(?!了)"), 0.65),
     ("the user's age", re.compile(r"^我(?:今年)?(?:\d+|[一二三四五六七八九十]+)岁"), 0.75),
+    (
+        # A plan with a place: "我打算明年去成都读书", "我准备下周到杭州开会".
+        "the user's plans",
+        re.compile(
+            rf"^我(?:(?:{ZH_TIME_WORDS})[，,]?)*(?:计划|打算|准备)(?:(?:{ZH_TIME_WORDS}|下个?月|下周|下星期|下礼拜|明年|"
+            r"年底|月底|国庆|春节|暑假|寒假)[，,]?)*(?:去|到|飞|回)[^，。；,;]{1,12}?(?:出差|旅行|旅游|度假|开会|参会|读书|留学|"
+            r"探亲|工作|定居|玩)"
+        ),
+        0.65,
+    ),
     (
         "who the user is",
         re.compile(r"^我(?:现在|目前)?是(?!说|问|不是|想|觉得|认真|开玩笑|在|真的|故意|来|要)(?P<rest>.+)$"),

@@ -77,6 +77,11 @@ _WHEN = (
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*\s+\d{1,2}|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?"
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*|tomorrow|next \w+)"
 )
+_WEEKDAYS_EN = r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekdays|weekends)"
+_WEEKDAYS_ZH = r"[一二三四五六日天]"
+_WEEKDAY_RE = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekday|weekend|[一二三四五六日天]", _I)
+_WEEKLY_PLACES_EN = r"office|gym|studio|campus|home|site|lab|pool|school|university|class"
+_WEEKLY_PLACES_ZH = r"办公室|公司|单位|健身房|学校|游泳馆|家办公|实验室"
 _DIETS = r"vegetarian|vegan|pescatarian|keto|paleo|carnivore|omnivore|gluten-free|dairy-free|lactose-free|halal|kosher"
 _LANGS = (
     r"english|chinese|mandarin|cantonese|french|german|spanish|italian|portuguese|japanese|korean|dutch|russian|"
@@ -137,6 +142,33 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             rf"runs?|is on|on an?)\s+(?P<v>{_TOOL_RE})\b",
         ),
         ("tool:{cat}", rf"(?:用|使用|改用了?|换成了?|换用了?|开始用|切换到了?)\s*(?P<v>{_TOOL_RE})"),
+        # Which days a weekly habit falls on: "Goes to the office on Tuesdays and Thursdays", "每周二和周四去办公室".
+        (
+            "weekly:{k}",
+            rf"\b(?:goes|go|going|commutes?|works?|working|is|am)\s+(?:to|in|into|at|from)\s+(?:the\s+)?"
+            rf"(?P<k>{_WEEKLY_PLACES_EN})\s+(?:on|every)\s+(?P<v>{_WEEKDAYS_EN}(?:(?:\s*,\s*|\s+and\s+|\s*&\s*){_WEEKDAYS_EN})*)",
+        ),
+        (
+            "weekly:{k}",
+            rf"每(?:周|星期|礼拜)(?P<v>{_WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{_WEEKDAYS_ZH})*)"
+            rf"(?:都|会)?(?:去|到|在|回)(?P<k>{_WEEKLY_PLACES_ZH})",
+        ),
+        # A favourite said with the value first: "Rust is now their favorite language", "Rust现在是用户最喜欢的语言".
+        (
+            "my:{k}",
+            r"(?P<v>[\w#+.-]+(?: [\w#+.-]+){0,2}?)\s+is\s+(?:now\s+|still\s+)?(?:my|their|the user's|his|her)\s+"
+            r"(?:new\s+|current\s+)?(?P<k>favou?rite\s+(?:[\w-]+\s+){0,2}?[\w-]+)\s*(?:[.,;!]|$)",
+        ),
+        (
+            "my:{k}",
+            r"(?P<v>[\w#+.-]+|[\u4e00-\u9fff]{1,8}?)(?:现在|已经|如今)?(?:是|成了|变成了?)(?:用户|我)(?:现在)?"
+            r"(?P<k>最喜欢的[\u4e00-\u9fff]{1,6})",
+        ),
+        (
+            "my:{k}",
+            r"(?:用户|我)(?:现在)?(?P<k>最喜欢的[\u4e00-\u9fff]{1,6}?)(?:现在|已经|如今)?(?:是|成了|变成了?|改成了?)"
+            r"(?P<v>[^，。；,.;]+)",
+        ),
         (
             "who-is:{k}",
             rf"^(?P<v>[\w-]+(?: [\w-]+)?)\s+(?:is|has become|became)\s+(?:now\s+)?(?:the|our)\s+(?:new\s+)?"
@@ -277,6 +309,16 @@ _NAMED = re.compile(
 )
 
 
+def _favourite(k: str) -> str:
+    """ "favorite programming language" and "favourite language" are one key, "favorite language" (the last
+    word); "编程语言" and "语言" after 最喜欢的 are one, "favorite 语言" (the last two characters)."""
+    if k.startswith(("favorite ", "favourite ")):
+        return "favorite " + k.split()[-1]
+    if k.startswith("最喜欢的"):
+        return "favorite " + k[-2:]
+    return k
+
+
 def _owned_by(text: str, before: str, key: str) -> str:
     """ "The user's friend moved to Rome." states the friend's home, not the user's: a possessed noun before the
     verb qualifies the key (``friend:home``), unless it is the user's own place ("用户的家住杭州")."""
@@ -310,7 +352,8 @@ def _attribute(fact: str) -> Attribute | None:
             if not match:
                 continue
             groups = match.groupdict()
-            value = _clean(next((groups[g] for g in ("v", "v2", "v3", "v4", "v5", "v6") if groups.get(g)), ""))
+            raw = next((groups[g] for g in ("v", "v2", "v3", "v4", "v5", "v6") if groups.get(g)), "")
+            value = " ".join(_WEEKDAY_RE.findall(raw)) if key.startswith("weekly:") else _clean(raw)
             if not value:
                 continue
             if "{cat}" in key:
@@ -322,7 +365,7 @@ def _attribute(fact: str) -> Attribute | None:
                 org = _clean(groups.get("org") or "")
                 key_name = f"who-is:{' '.join(groups['k'].split())}" + (f"@{org}" if org else "")
             elif "{k}" in key:
-                k = " ".join((groups.get("k") or "").split())
+                k = _favourite(" ".join((groups.get("k") or "").split()))
                 if k in _POSSESSIONS_NOT_KEYED:
                     continue  # Open-ended ("my hobby is…"): no single value. Plurals ("my kids are") never match.
                 key_name = key.format(k=_K_NORMAL.get(k, k))

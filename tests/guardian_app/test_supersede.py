@@ -137,3 +137,31 @@ def test_a_moved_event_replaces_the_line_with_its_old_time():
         "- The user's call with the bank is at 9am on Monday."
     ]
     assert superseded_lines("The dentist appointment moved to Friday.", content) == []
+
+
+# Classes the first reading of the blind set v4 showed (examples of our own, none from v4): a favourite said with
+# the value first and with another noun before its head ("Go is now their favourite language" beside "favorite
+# programming language"), the days of a weekly habit, in English and Chinese.
+def test_a_favourite_is_keyed_by_its_head_noun_whichever_way_it_is_said():
+    old = "- The user's favourite spreadsheet app is Excel.\n"
+    assert superseded_lines("Has tried many and Numbers is now their favorite app.", old) == [old.strip()]
+    assert superseded_lines(
+        "Kotlin is now their favourite language.", "- The user's favorite coding language is Scala.\n"
+    )
+    assert superseded_lines("Numbers is now their favorite app.", "- The user's favorite band is Blur.\n") == []
+    assert superseded_lines("用户最喜欢的语言现在是Kotlin。", "- 用户最喜欢的编程语言是Scala。\n") == [
+        "- 用户最喜欢的编程语言是Scala。"
+    ]
+    assert superseded_lines("Kotlin现在是用户最喜欢的语言。", "- 用户最喜欢的编程语言是Scala。\n") == [
+        "- 用户最喜欢的编程语言是Scala。"
+    ]
+
+
+def test_the_days_of_a_weekly_habit_are_replaced_by_new_days():
+    gym = "- Goes to the gym on Mondays and Fridays.\n- Goes to the office on Tuesdays.\n"
+    assert superseded_lines("Now goes to the gym on Mondays and Thursdays.", gym) == [
+        "- Goes to the gym on Mondays and Fridays."
+    ]
+    assert superseded_lines("Goes to the gym on Mondays and Fridays.", gym) == []
+    zh = "- 用户每周一和周五去健身房。\n- 用户每周三去公司。\n"
+    assert superseded_lines("用户现在改成每周二、周六去健身房了。", zh) == ["- 用户每周一和周五去健身房。"]

@@ -1,0 +1,88 @@
+"""The offline gate's rules for what the user tells about someone they know: "My friend Lara moved back to the
+suburbs", "我朋友小林搬到了厦门" (``others_en``, ``others_zh``, for MEMORY.md), and a pronoun that stands for the
+person named just before ("My colleague Ana called. She moved to Riga." → "The user's colleague Ana moved to
+Riga."; ``resolve_pronoun``). The fact keeps the relation and the name, so the guardian keys it by that person
+("friend lara:home") and the person's next move replaces it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from sessions_app import heuristic_rules as rules
+from sessions_app.heuristic_person import rewrite, rewrite_zh
+from sessions_app.heuristic_reading import Finding, finish_en, finish_zh, write_finding
+
+_RELATIONS_EN = (
+    r"friend|neighbou?r|colleague|co-?worker|roommate|flatmate|housemate|cousin|classmate|teammate|sister|brother|"
+    r"aunt|uncle|niece|nephew|mentor|ex"
+)
+_CHANGES_EN = (
+    rf"(?:{rules.LIFE_CHANGE_VERBS})|retired\b|got (?:married|engaged|divorced)\b|lives? (?:in|at|near)\b|"
+    r"(?:now )?works? (?:at|for)\b|left\s+(?-i:[A-Z])|quit\s+(?-i:[A-Z])"
+)
+_WHEN = r"(?:(?:actually|just|recently|finally|now|also|has|have|had|again)\s+)*"
+OTHER_EN = re.compile(
+    rf"^my\s+(?:(?:old|best|close|good|oldest|younger|older|little|big)\s+)?(?P<rel>{_RELATIONS_EN})\s+"
+    rf"(?P<name>(?-i:[A-Z][\w-]+))\s*,?\s+{_WHEN}(?P<rest>(?:{_CHANGES_EN}).*)$",
+    re.I,
+)
+# Where the told fact ends and the user's own thoughts begin: "…moved back to the suburbs, so I was thinking …".
+_TELLING_ENDS = re.compile(r",?\s+(?:so|and so|which|because|but|and I|and we)\b.*$|\s*[,;:\u2014\u2013-]\s+.*$", re.I)
+_PRONOUN_EN = re.compile(rf"^(?P<pron>she|he|they)\s+(?P<rest>{_WHEN}(?:{_CHANGES_EN}).*)$", re.I)
+_MENTION_EN = re.compile(
+    rf"\bmy\s+(?:(?:old|best|close|good|oldest|younger|older|little|big)\s+)?(?P<rel>{_RELATIONS_EN})\s+"
+    r"(?P<name>(?-i:[A-Z][\w-]+))",
+    re.I,
+)
+
+_RELATIONS_ZH = r"朋友|好朋友|同事|邻居|室友|舍友|同学|表姐|表妹|表哥|表弟|堂姐|堂妹|堂哥|堂弟|姐姐|妹妹|哥哥|弟弟"
+_CHANGES_ZH = r"搬到|搬去|搬回|搬家到|移居|跳槽到|跳槽去|入职|加入|退休|结婚|离职|辞职"
+_WHEN_ZH = rf"(?:(?:{rules.ZH_TIME_WORDS}|前不久|又)[，,]?)*"
+OTHER_ZH = re.compile(
+    rf"^我的?(?P<rel>{_RELATIONS_ZH})(?P<name>[\u4e00-\u9fff]{{1,3}}?)(?P<rest>{_WHEN_ZH}(?:{_CHANGES_ZH}).*)$"
+)
+_PRONOUN_ZH = re.compile(rf"^(?:她|他)(?P<rest>{_WHEN_ZH}(?:{_CHANGES_ZH}).*)$")
+_MENTION_ZH = re.compile(
+    rf"我的?(?P<rel>{_RELATIONS_ZH})(?P<name>[\u4e00-\u9fff]{{1,3}}?)(?=(?:{rules.ZH_TIME_WORDS}|前不久|又|{_CHANGES_ZH}|住|在|是|怎么|呢|吗|的|说|和|跟|也|还|都|[，,。！？?!\s]|$))"
+)
+
+
+def others_en(clause: str) -> Finding | None:
+    """ "My friend Lara just moved back to the suburbs, so …" → "The user's friend Lara just moved back to the
+    suburbs." (MEMORY.md)."""
+    match = OTHER_EN.match(clause)
+    if match is None:
+        return None
+    rest = _TELLING_ENDS.sub("", match.group("rest"))
+    fact = finish_en(f"The user's {match.group('rel').lower()} {match.group('name')} {rewrite(rest)}")
+    return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: a change in their life.", 0.7)
+
+
+def others_zh(clause: str) -> Finding | None:
+    """ "我朋友小林搬到了厦门" → "用户的朋友小林搬到了厦门。" (MEMORY.md)."""
+    match = OTHER_ZH.match(clause)
+    if match is None:
+        return None
+    fact = finish_zh(f"用户的{match.group('rel')}{match.group('name')}{rewrite_zh(match.group('rest'))}")
+    return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: a change in their life.", 0.7)
+
+
+def resolve_pronoun(text: str, earlier: Sequence[str]) -> str:
+    """``text`` with a leading "she"/"he"/"they" (她/他) replaced by the person the user named last in
+    ``earlier`` (this message's sentences before it, then the user's previous message), when it opens a change
+    in that person's life; else ``text`` unchanged."""
+    english = _PRONOUN_EN.match(text)
+    chinese = None if english else _PRONOUN_ZH.match(text)
+    if english is None and chinese is None:
+        return text
+    for said in reversed(earlier):
+        mentions = list((_MENTION_EN if english else _MENTION_ZH).finditer(said or ""))
+        if not mentions:
+            continue
+        who = mentions[-1]
+        if english:
+            return f"My {who.group('rel').lower()} {who.group('name')} {english.group('rest')}"
+        return f"我的{who.group('rel')}{who.group('name')}{chinese.group('rest')}"  # type: ignore[union-attr]
+    return text
