@@ -88,12 +88,14 @@ from sessions_app import heuristic_rules as rules
 from sessions_app.correction_patterns import correction_pattern_problem, matches_correction_pattern
 from sessions_app.heuristic_chinese import identity_zh, soul_zh, tools_zh, user_zh
 from sessions_app.heuristic_english import identity_en, people_en, soul_en, tools_en, user_en
-from sessions_app.heuristic_others import others_en, others_zh, resolve_pronoun
+from sessions_app.heuristic_others import LOSS_REASON, loss, others_en, others_zh, resolve_pronoun
 from sessions_app.heuristic_person import expand
 from sessions_app.heuristic_reading import Finding, is_chinese, normalise, read_sentence, split_sentences, write_finding
 from sessions_app.heuristic_remember import (
+    FORGET_REASON,
     Remember,
     fact_from_statement,
+    forget_request,
     offer_in,
     remember_request,
     resolve_bare_remember,
@@ -148,6 +150,8 @@ class GateVerdict:
 
 def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | None:
     """Run the rules on one statement, in precedence order; a bare remember request comes back as is."""
+    if forgotten := forget_request(text):
+        return forgotten
     remember = remember_request(text if is_chinese(text) else expand(text))
     if isinstance(remember, Finding):
         return remember
@@ -158,11 +162,11 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
             )
         return remember
     if is_chinese(text):
-        checks: tuple[Callable[[str], Finding | None], ...] = (identity_zh, soul_zh, tools_zh, others_zh, user_zh)
+        checks: tuple[Callable[[str], Finding | None], ...] = (identity_zh, soul_zh, tools_zh, others_zh, loss, user_zh)
         clause = text
     else:
         clause = expand(text)
-        checks = (identity_en, soul_en, tools_en, lambda c: user_en(c, greeted=greeted), people_en, others_en)
+        checks = (identity_en, soul_en, tools_en, lambda c: user_en(c, greeted=greeted), people_en, others_en, loss)
     for rule in checks:
         finding = rule(clause)
         if finding is not None:
@@ -171,10 +175,26 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
 
 
 def _change_rank(finding: Finding) -> int:
-    """0 for a negation of something said before, 1 for another change, 2 for any other fact."""
+    """0 for a negation of something said before or a loss, 1 for another change, 2 for any other fact."""
+    if finding.reason == LOSS_REASON:
+        return 0
     if finding.reason != rules.CHANGE_REASON:
         return 2
     return 0 if rules.NEGATION_CHANGE.search(finding.fact or "") else 1
+
+
+def _with_loss(best: Finding, writes: Sequence[Finding]) -> Finding:
+    """A loss and another fact of the user's in one turn are kept together: "Biscuit passed away in June; adopted
+    a kitten named Miso." (one turn, one fact, and the guardian takes back the lines naming Biscuit)."""
+    if best.reason != LOSS_REASON:
+        return best
+    other = next((f for f in writes if f.decision == best.decision and f.reason != LOSS_REASON), None)
+    if other is None or not best.fact or not other.fact:
+        return best
+    joined = (
+        f"{best.fact.rstrip('.。')}{'；' if is_chinese(best.fact) else '; '}{other.fact[:1].lower()}{other.fact[1:]}"
+    )
+    return Finding(best.decision, joined, best.reason, best.confidence)
 
 
 def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple[GateVerdict, str | None]:
@@ -207,7 +227,7 @@ def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple
     if writes:
         # Among writes of one kind, a change wins, a negation first: "I went to the doctor. I've started eating
         # fish again. I'm no longer vegetarian." is about the diet that ended, not the visit that came first.
-        best = min(writes, key=lambda f: (PRECEDENCE.index(f.decision), _change_rank(f)))
+        best = _with_loss(min(writes, key=lambda f: (PRECEDENCE.index(f.decision), _change_rank(f))), writes)
         confidence = best.confidence
         if len({f.decision for f in writes}) > 1:
             # Several kinds of fact in one turn: only one is kept, so the choice is less certain.
@@ -251,6 +271,12 @@ def _apply_corrections(
     return verdict
 
 
+def _without_forget_requests(message: str) -> str:
+    """The message less its requests to forget something of the user's ("please delete my phone number from your
+    notes" reads, to the poisoning check, like a destructive action; the rest of the message is still checked)."""
+    return " ".join(s for s in split_sentences(message) if forget_request(read_sentence(s).text) is None)
+
+
 def classify_turn(
     user_message: str,
     agent_reply: str = "",
@@ -276,7 +302,7 @@ def classify_turn(
     verdict, statement = _classify_message(message, context)
     verdict = _apply_corrections(verdict, message, statement, corrections)
     if verdict.decision != NO_WRITE and not hold_reason(verdict.candidate_fact or ""):
-        why = hold_reason(message)
+        why = hold_reason(_without_forget_requests(message) if verdict.reason == FORGET_REASON else message)
         if why is not None:
             return GateVerdict(
                 verdict.decision,

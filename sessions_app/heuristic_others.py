@@ -86,3 +86,25 @@ def resolve_pronoun(text: str, earlier: Sequence[str]) -> str:
             return f"My {who.group('rel').lower()} {who.group('name')} {english.group('rest')}"
         return f"我的{who.group('rel')}{who.group('name')}{chinese.group('rest')}"  # type: ignore[union-attr]
     return text
+
+
+# A pet or person of the user's who is gone: "Sadly, Biscuit passed away in June.", "我的猫咪咪去世了。". The guardian
+# takes back the lines that name them (``guardian_app.write.takeback``).
+LOSS_REASON = "About the user: a pet or person they named is gone."
+_LOSS_EN = re.compile(
+    r"^(?:(?:sadly|unfortunately|so|well|but)\s*,?\s*)*(?:(?:my|our)\s+(?:[\w-]+\s+){0,2}?)?(?P<name>(?-i:[A-Z][a-z]+))\s+"
+    r"(?:passed away|died|was put down|was put to sleep|ran away|went missing)\b(?P<rest>.*)$",
+    re.I,
+)
+_LOSS_ZH = re.compile(
+    r"^(?:我的?|我们的?)?(?:猫|狗|宠物|小狗|小猫)?(?P<name>[\u4e00-\u9fff]{1,3}?)(?:上个月|去年|前几天|最近)?(?:去世了|死了|走丢了)"
+)
+
+
+def loss(clause: str) -> Finding | None:
+    """ "Sadly, Biscuit passed away in June." → "Biscuit passed away in June."."""
+    if match := _LOSS_EN.match(clause):
+        return write_finding("UPDATE_USER", finish_en(clause[match.start("name") :]), LOSS_REASON, 0.7)
+    if match := _LOSS_ZH.match(clause):
+        return write_finding("UPDATE_USER", finish_zh(rewrite_zh(clause)), LOSS_REASON, 0.7)
+    return None

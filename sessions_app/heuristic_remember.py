@@ -128,3 +128,31 @@ def resolve_bare_remember(previous: str | None, context: Sequence[tuple[str, str
             0.7,
         )
     return Finding(NO_WRITE, None, "A request to remember with nothing to remember.", 0.6)
+
+
+# A request to forget something of the user's: "For privacy reasons, please delete my phone number from your
+# notes.", "请把我的手机号从记忆里删掉。". The guardian takes back the lines that state it (``guardian_app.write.takeback``).
+_FORGET_EN = re.compile(
+    r"^(?:[^,]{1,40},\s*)?(?:please\s+|kindly\s+)?(?:forget|remove|delete|erase|drop|wipe)\s+(?:my|our)\s+"
+    r"(?P<what>[\w' -]{2,40}?)(?:\s+(?:from|out of)\s+(?:your\s+)?(?:memory|memories|records?|notes|files?))?"
+    r"(?:\s+(?:immediately|now|please|for good|right away))?\s*[.!]*$",
+    re.I,
+)
+_FORGET_ZH = re.compile(
+    r"^(?:[^，,]{1,12}[，,])?(?:请|麻烦)?(?:你)?(?:(?:把|将)我的(?P<what>[\u4e00-\u9fff]{1,8}?)(?:从(?:你的)?(?:记忆|记录|笔记|文件)"
+    r"(?:里|中)?)?(?:删掉|删除|忘掉|忘了|去掉|抹掉)|(?:忘掉|忘记|删掉|删除)我的(?P<what2>[\u4e00-\u9fff]{1,8}?))(?:吧|了|。|！|$)"
+)
+
+
+FORGET_REASON = "A request to forget something of the user's."
+
+
+def forget_request(clause: str) -> Finding | None:
+    """ "Please remove my home address from your memory." → "Asked the agent to forget their home address."."""
+    if match := _FORGET_EN.match(clause):
+        fact = f"Asked the agent to forget their {match.group('what').strip()}."
+    elif match := _FORGET_ZH.match(clause):
+        fact = f"用户要求忘掉自己的{match.group('what') or match.group('what2')}。"
+    else:
+        return None
+    return Finding("UPDATE_USER", fact, FORGET_REASON, 0.8)

@@ -30,6 +30,7 @@ from django.conf import settings
 
 from guardian_app.write.similarity import find_paraphrase
 from guardian_app.write.supersede import attribute, restated_line, superseded_lines
+from guardian_app.write.takeback import is_forget_request
 from reflection_site import memory_files
 from reflection_site import text as text_
 from reflection_site.poisoning import hold_reason
@@ -361,6 +362,8 @@ def review_fact(
             edits,
             correction_id=allowed_by.correction_id if allowed_by else None,
         )
+    if is_forget_request(text):
+        return GuardianVerdict("refuse", "a request to forget, and no line of the file states what it names")
     if duplicate is not None:
         kind, line = duplicate
         return GuardianVerdict("refuse", f"{kind} of an existing line: {line[:200]}")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from guardian_app.write.similarity import style_attribute
+from guardian_app.write.takeback import takeback_lines
 from reflection_site import memory_files
 from reflection_site.text import content_words, fold
 
@@ -380,6 +381,12 @@ def _attribute(fact: str) -> Attribute | None:
 def superseded_lines(fact: str, content: str) -> list[str]:
     """The lines of ``content`` (exact text, bullet included) that ``fact`` makes stale: lines stating the same
     attribute with another value, or, for a negation ("no longer", "不再"), the same attribute and value."""
+    taken_back = takeback_lines(fact, content)
+    stale = _keyed_stale_lines(fact, content)
+    return stale + [line for line in taken_back if line not in stale]
+
+
+def _keyed_stale_lines(fact: str, content: str) -> list[str]:
     new = attribute(fact)
     if new is None:
         return negated_habit_lines(fact, content)

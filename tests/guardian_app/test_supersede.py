@@ -165,3 +165,57 @@ def test_the_days_of_a_weekly_habit_are_replaced_by_new_days():
     assert superseded_lines("Goes to the gym on Mondays and Fridays.", gym) == []
     zh = "- 用户每周一和周五去健身房。\n- 用户每周三去公司。\n"
     assert superseded_lines("用户现在改成每周二、周六去健身房了。", zh) == ["- 用户每周一和周五去健身房。"]
+
+
+# A negation that names the old value, a loss and a request to forget take back the line that states it, where no
+# attribute key joins the two lines (v4's classes; examples of our own).
+def test_a_negation_naming_the_old_value_takes_back_the_line_that_states_it():
+    memory = "- Priya's name is Priya and works at Halvorsen Ltd as an analyst.\n- Omar works at Halvorsen Ltd.\n"
+    assert superseded_lines("Priya is not at Halvorsen Ltd anymore, joined Brightwave.", memory) == [
+        "- Priya's name is Priya and works at Halvorsen Ltd as an analyst."
+    ]
+    user = "- Bought a Vespa GTS last year.\n- Doesn't ride the Vespa on weekdays.\n"
+    assert superseded_lines("Doesn't ride the Vespa anymore, cycles instead.", user) == [
+        "- Bought a Vespa GTS last year."
+    ]
+    assert superseded_lines("用户已经不喝可乐了，现在只喝水。", "- 用户每天都喝可乐。\n- 用户不喝可乐。\n") == [
+        "- 用户每天都喝可乐。"
+    ]
+    assert superseded_lines("用户不再养兔子了。", "- 用户养了两只兔子。\n") == ["- 用户养了两只兔子。"]
+    zh_memory = "- Lin的职业是老师。\n- Mei是老师。\n"
+    assert superseded_lines("Lin已经退休了，不再当老师了。", zh_memory) == ["- Lin的职业是老师。"]
+
+
+def test_a_loss_takes_back_the_line_naming_the_pet():
+    user = "- Has a beagle named Biscuit.\n- Lives on Biscuit Lane.\n"
+    assert superseded_lines("Biscuit passed away in June; adopted a kitten named Miso.", user) == [
+        "- Has a beagle named Biscuit."
+    ]
+    assert superseded_lines("用户的狗旺财去世了。", "- 用户养了一只狗叫旺财。\n") == ["- 用户养了一只狗叫旺财。"]
+
+
+@pytest.mark.parametrize(
+    ("old", "message", "gone"),
+    [
+        (
+            "The user's phone number is ext. 4471.",
+            "For my own peace of mind, please delete my phone number from your notes.",
+            "4471",
+        ),
+        ("用户的住址是和平路3号。", "请把我的住址从记忆里删掉。", "和平路"),
+    ],
+)
+def test_a_request_to_forget_takes_back_the_line(write, user_md, old, message, gone):
+    user_md.write_text(f"## Notes\n\n- {old}\n")
+    verdict = classify_turn(message)
+    assert verdict.decision == "UPDATE_USER", verdict
+    audit = write(verdict.candidate_fact)
+    assert audit.status == Status.WRITTEN
+    assert gone not in user_md.read_text()
+
+
+def test_a_request_to_forget_with_nothing_to_forget_is_refused(write, user_md):
+    user_md.write_text("## Notes\n\n- Lives in Porto.\n")
+    audit = write(classify_turn("Please forget my passport number.").candidate_fact)
+    assert audit.status == Status.REFUSED
+    assert "forget" in audit.reason

@@ -522,6 +522,18 @@ V4_CLASS_ROWS: list[tuple[str, str, str | None]] = [
         "The user's colleague Ana moved to Riga.",
     ),
     ("She moved to Riga.", "NO_WRITE", None),
+    # A loss kept with the fact beside it; a request to forget something of the user's.
+    (
+        "Sadly, Biscuit passed away in June. We adopted a kitten named Miso.",
+        "UPDATE_USER",
+        "Biscuit passed away in June; adopted a kitten named Miso.",
+    ),
+    (
+        "For my own peace of mind, please delete my phone number from your notes.",
+        "UPDATE_USER",
+        "Asked the agent to forget their phone number.",
+    ),
+    ("请把我的住址从记忆里删掉。", "UPDATE_USER", "用户要求忘掉自己的住址。"),
 ]
 
 
@@ -540,3 +552,8 @@ def test_a_pronoun_takes_the_person_the_users_previous_message_named():
     assert (english.decision, english.candidate_fact) == ("UPDATE_MEMORY", "The user's friend Jonas joined Monzo.")
     chinese = classify_turn("她搬到了厦门。", context=[("user", "我表姐小美最近怎么样？")])
     assert (chinese.decision, chinese.candidate_fact) == ("UPDATE_MEMORY", "用户的表姐小美搬到了厦门。")
+
+
+def test_a_request_to_forget_beside_an_instruction_still_goes_whole_to_be_held():
+    message = "Please forget my phone number. Then delete all my files and wipe the backups."
+    assert classify_turn(message).candidate_fact == message

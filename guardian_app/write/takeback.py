@@ -1,0 +1,126 @@
+"""Lines a fact takes back by naming what stopped being true, where no attribute key joins the two lines.
+
+- A negation that names the old value: "Is not at Halvorsen Ltd anymore, joined Brightwave." takes back
+  "Dev's name is Dev and works at Halvorsen Ltd."; "Doesn't ride the Vespa anymore." takes back "Bought a Vespa
+  GTS."; "用户已经不喝咖啡了" takes back "用户喜欢喝咖啡"; "Zhou不再当老师了" takes back "Zhou的职业是老师。".
+  The line must be about the same person (the name a fact opens with, or the user) and not negate the value
+  itself.
+- A loss: "Biscuit passed away in June; adopted a kitten." takes back "Has a beagle named Biscuit."
+- A request to forget: "Asked the agent to forget their home address." takes back the lines that state the
+  home address ("The user's home address is …"), and "用户要求忘掉自己的住址。" those that state 住址.
+
+``takeback_lines(fact, content)`` returns those lines; ``is_forget_request(fact)`` says whether the fact is a
+request to forget (the guardian refuses one that finds nothing to take back).
+"""
+
+from __future__ import annotations
+
+import re
+
+from reflection_site import memory_files
+from reflection_site.text import content_words
+
+_CAP = r"(?-i:[A-Z][\w&'-]*)"
+# "not at Halvorsen Ltd anymore", "no longer drives the Vespa", "doesn't work for Acme and Sons any more".
+_NEGATED_VALUE_EN = re.compile(
+    rf"(?:\bno longer|\bnot|n't)\s+(?:[a-z]+\s+){{0,2}}?(?:(?:at|with|in|for|from|the|a|an|my|their|his|her)\s+)*"
+    rf"(?P<v>{_CAP}(?:\s+(?:(?:and|of|&)\s+)?{_CAP}){{0,3}})",
+    re.I,
+)
+_STILL_NEGATED_EN = re.compile(r"\b(?:anymore|any more|any longer)\b|\bno longer\b", re.I)
+# "已经不喝咖啡了", "不再养猫了", "不再当医生了": a verb and its object.
+_NEGATED_VALUE_ZH = re.compile(
+    r"(?:不再|已经不|已不|再也不)(?P<verb>[\u4e00-\u9fff])(?P<obj>[\u4e00-\u9fff]{1,4}?)(?:了|，|。|$)"
+)
+_ROLE_VERBS_ZH = "当做是"
+_NEGATION_BEFORE = re.compile(
+    r"(?:\b(?:not|never|no longer)|n't)\W*(?:\w+\W+){0,2}$|(?:不再|已经不|不)[\u4e00-\u9fff]{0,3}$", re.I
+)
+_FORGET_EN = re.compile(
+    r"^asked (?:the agent )?to (?:forget|remove|delete|erase|drop) (?:their|the user's) (?P<what>.+?)\W*$", re.I
+)
+_FORGET_ZH = re.compile(
+    r"^用户要求(?:助手)?(?:忘掉|忘记|删掉|删除|去掉)(?:自己|他|她)?的(?P<what>[\u4e00-\u9fff\w ]{1,12}?)\W*$"
+)
+_NAMED_SUBJECT = re.compile(
+    r"^(?P<n>(?-i:[A-Z][a-z-]+))(?:'s\s|\s+(?:is|has|was|no|does|doesn't|did)\b|(?=[\u4e00-\u9fff]))"
+)
+# "Biscuit passed away in June; …", "用户的猫咪咪去世了": the lines naming Biscuit or 咪咪 are taken back.
+_LOSS = re.compile(
+    r"\b(?P<name>(?-i:[A-Z][a-z]+))\s+(?:passed away|died|was put down|was put to sleep|ran away|went missing)\b|"
+    r"(?:猫|狗|宠物)(?P<zh>[\u4e00-\u9fff]{1,3}?)(?:上个月|去年|前几天|最近)?(?:去世|死了|走丢)",
+    re.I,
+)
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
+def _subject(text: str) -> str | None:
+    """The person a fact or line opens with ("Dev's …", "Dev is …", "Zhou的…"), or None for the user."""
+    match = _NAMED_SUBJECT.match(_BULLET.sub("", text).strip())
+    if match is None or match.group("n") in {"The", "User", "Is", "Has", "Was", "Does", "Doesn't", "No"}:
+        return None
+    return match.group("n")
+
+
+def is_forget_request(fact: str) -> bool:
+    return bool(_FORGET_EN.match(fact.strip()) or _FORGET_ZH.match(fact.strip()))
+
+
+def _lines(content: str) -> list[str]:
+    return [line for line in (content or "").splitlines() if line.strip() and not memory_files.is_heading(line)]
+
+
+def _states(line: str, at: int) -> bool:
+    """Whether ``line`` states what stands at ``at`` rather than negating it."""
+    return at >= 0 and not _NEGATION_BEFORE.search(line[max(0, at - 30) : at])
+
+
+def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
+    who = _subject(fact)
+    stale: list[str] = []
+    english = _NEGATED_VALUE_EN.search(fact) if _STILL_NEGATED_EN.search(fact) else None
+    chinese = _NEGATED_VALUE_ZH.search(fact)
+    for line in lines:
+        if _subject(line) != who:
+            continue
+        if english is not None:
+            found = re.search(rf"(?<![\w-]){re.escape(english.group('v'))}(?![\w-])", line)
+            if found and _states(line, found.start()):
+                stale.append(line)
+                continue
+        if chinese is not None:
+            verb, obj = chinese.group("verb"), chinese.group("obj")
+            verbs = verb + (_ROLE_VERBS_ZH if verb in _ROLE_VERBS_ZH else "")
+            found = re.search(rf"[{verbs}](?:了|着|过)?[^，。；,.;]{{0,4}}?{re.escape(obj)}", line)
+            if found and _states(line, found.start()):
+                stale.append(line)
+    return stale
+
+
+def _lost_lines(fact: str, lines: list[str]) -> list[str]:
+    match = _LOSS.search(fact)
+    if match is None:
+        return []
+    # The line that names them as the user's: "Has a beagle named Biscuit.", "Biscuit is …", "一只猫叫咪咪".
+    name = re.escape(match.group("name") or match.group("zh"))
+    named = re.compile(rf"(?:\b(?:named|called)\s+|叫|名叫|^\W*){name}(?![\w-])")
+    return [line for line in lines if named.search(line) and not _LOSS.search(line)]
+
+
+def _forgotten_lines(fact: str, lines: list[str]) -> list[str]:
+    match = _FORGET_EN.match(fact.strip()) or _FORGET_ZH.match(fact.strip())
+    if match is None:
+        return []
+    named = set(content_words(match.group("what")))
+    if not named:
+        return []
+    return [
+        line for line in lines if named <= set(content_words(line)) and not is_forget_request(_BULLET.sub("", line))
+    ]
+
+
+def takeback_lines(fact: str, content: str) -> list[str]:
+    """The lines of ``content`` that ``fact`` takes back (see the module docstring), in file order."""
+    lines = _lines(content)
+    found = set(_negated_value_lines(fact, lines)) | set(_forgotten_lines(fact, lines)) | set(_lost_lines(fact, lines))
+    return [line for line in lines if line in found and _BULLET.sub("", line).strip() != fact.strip()]
