@@ -47,6 +47,14 @@ def name_the_person(fact: str, name: str) -> str:
     return f"{name} {text[:1].lower()}{text[1:]}"
 
 
+def _speaker_throughout(fact: str, name: str) -> str:
+    """The gate wrote the speaker's "I" as "the user" wherever it stood; past the subject it is the speaker too:
+    "Dev is not at Halvorsen anymore, the user joined Brightwave." → "…, Dev joined Brightwave."."""
+    fact = re.sub(r"\b[Tt]he user's\b", f"{name}'s", fact)
+    fact = re.sub(r"\b[Tt]he user\b", name, fact)
+    return fact.replace("用户", name)
+
+
 def route(decision: MemoryGateDecision, target_file: str, fact: str) -> Route:
     """Where ``fact`` from ``decision`` goes, as which text, or why it is held (see the module docstring)."""
     speaker: Speaker = speaker_of(decision.turn)
@@ -59,10 +67,12 @@ def route(decision: MemoryGateDecision, target_file: str, fact: str) -> Route:
             hold_reason=f"a rule for the agent from {speaker.name}, who is not the workspace's owner",
             speaker=speaker.name,
         )
-    if target_file == "USER.md":
-        return Route("MEMORY.md", name_the_person(fact, speaker.name), speaker=speaker.name)
-    if target_file == "MEMORY.md" and (_EN_SUBJECT.match(fact) or _ZH_SUBJECT.match(fact)):
-        return Route("MEMORY.md", name_the_person(fact, speaker.name), speaker=speaker.name)
+    if target_file == "USER.md" or (
+        target_file == "MEMORY.md" and (_EN_SUBJECT.match(fact) or _ZH_SUBJECT.match(fact))
+    ):
+        return Route(
+            "MEMORY.md", _speaker_throughout(name_the_person(fact, speaker.name), speaker.name), speaker=speaker.name
+        )
     return Route(target_file, fact, speaker=speaker.name)
 
 

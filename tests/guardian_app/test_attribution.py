@@ -176,3 +176,15 @@ def test_a_reattribution_through_the_api_records_where_the_fact_belongs(workspac
         url, {"status": "written", "reason": "x", "about": " "}, content_type="application/json"
     )
     assert nameless.status_code == HTTPStatus.UNPROCESSABLE_ENTITY  # The schema refuses a blank name.
+
+
+def test_the_speakers_i_past_the_subject_is_the_speaker_too(workspace):
+    """v4's class (examples of our own): the gate writes every "I" of a turn as "the user"; in another person's
+    fact each one is that person, not the workspace's owner."""
+    said("Ana", "UPDATE_USER", "Lives in Lisbon.")
+    said("Priya", "UPDATE_USER", "Is not at Halvorsen anymore, the user joined Brightwave this week.")
+    said("Lin", "UPDATE_USER", "用户不在银行工作了，用户的新公司在杭州。")
+    memory = (workspace / "MEMORY.md").read_text()
+    assert "Priya is not at Halvorsen anymore, Priya joined Brightwave this week." in memory
+    assert "Lin不在银行工作了，Lin的新公司在杭州。" in memory
+    assert "the user" not in memory and "用户" not in memory
