@@ -11,7 +11,7 @@ from pathlib import Path
 
 import hypothesis
 import pytest
-from datasets import load_dataset
+from datasets import Features, Value, load_dataset
 from django.utils import timezone
 from hypothesis import strategies as st
 
@@ -36,11 +36,16 @@ def paths(row: DatasetExport) -> dict[str, Path]:
 
 
 def load(row: DatasetExport, tmp_path: Path):
-    """As the README says to load an export: the JSON formats as they are, CSV as text (pandas reads a column that
-    is empty in all of one file's rows as a missing number, which the other file's text then fails to fit)."""
+    """As the README says to load an export: the JSON formats as they are, CSV as text (pandas guesses a column's
+    type file by file: a column empty in all of one file's rows is a missing number there, which the other file's
+    text then fails to fit, and the quality score is a number in one file and an empty text in the other)."""
     files = {split: str(path) for split, path in paths(row).items() if path.stat().st_size}
     if row.export_format == "csv":
-        return load_dataset("csv", data_files=files, cache_dir=str(tmp_path / "hf-cache"), keep_default_na=False)
+        header = next(csv.reader(Path(next(iter(files.values()))).open(encoding="utf-8")))
+        as_text = Features({column: Value("string") for column in header})
+        return load_dataset(
+            "csv", data_files=files, cache_dir=str(tmp_path / "hf-cache"), features=as_text, keep_default_na=False
+        )
     return load_dataset("json", data_files=files, cache_dir=str(tmp_path / "hf-cache"))
 
 

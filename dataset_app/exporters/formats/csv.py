@@ -36,8 +36,9 @@ class CSVWriter(Writer):
 
     An absent value is an empty cell. CSV carries no types: pandas (and so Hugging Face ``datasets``) reads a column
     that is empty in all of one file's rows as a missing number and fails on another file's text, whatever the
-    quoting; the README says to read the files as text (``keep_default_na=False``). A sentinel instead of the empty
-    cell would change the data, so none is written.
+    quoting (and a quality score that is a number in one file and empty in all rows of the other fails the same
+    way); the README says to read the files as text (every column a string feature, ``keep_default_na=False``).
+    A sentinel instead of the empty cell would change the data, so none is written.
     """
 
     name = "csv"
