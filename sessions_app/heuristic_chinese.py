@@ -87,5 +87,7 @@ def user_zh(clause: str) -> Finding | None:
                 return Finding(NO_WRITE, None, "A reaction to this conversation, not a lasting preference.", 0.7)
             if rules.TRANSIENT_ZH.search(clause) and not re.search(rules.ZH_MOVE_OR_JOB, clause):
                 return Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)
+            if label == rules.CHANGE_LABEL:
+                clause = rules.ZH_OLD_VALUE_DROPPED.sub(r"\g<new>", clause)
             return write_finding("UPDATE_USER", finish_zh(rewrite_zh(clause)), f"About the user: {label}.", confidence)
     return None

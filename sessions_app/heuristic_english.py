@@ -220,7 +220,7 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
             "How the user wants to be addressed.",
             0.85,
         )
-    if greeted and (match := rules.INTRO_EN.match(clause)):
+    if (greeted and (match := rules.INTRO_EN.match(clause))) or (match := rules.INTRO_ASIDE_EN.match(clause)):
         return write_finding(
             "UPDATE_USER", f"The user's name is {match.group('name')}.", "The user introduced themselves.", 0.75
         )

@@ -157,6 +157,10 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
         return remember
     if remember is not None:
         if remember.content:
+            # "请记住：我偏好深色模式": a preference of the user's is the user's, remembered or not.
+            liked = user_zh(remember.content) if is_chinese(remember.content) else None
+            if liked is not None and liked.reason == rules.PREFERENCE_REASON:
+                return liked
             return write_finding(
                 "UPDATE_MEMORY", fact_from_statement(remember.content), "An explicit request to remember.", 0.9
             )
@@ -171,6 +175,9 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
         finding = rule(clause)
         if finding is not None:
             return finding
+    if not is_chinese(text) and (move := rules.MOVE_CLAUSE_EN.search(clause)):
+        verb = move.group("verb").lower()
+        return user_en(f"I {'am ' if verb.endswith('ing') else ''}{verb} to {move.group('place')}", greeted=False)
     return None
 
 
@@ -184,11 +191,12 @@ def _change_rank(finding: Finding) -> int:
 
 
 def _with_loss(best: Finding, writes: Sequence[Finding]) -> Finding:
-    """A loss and another fact of the user's in one turn are kept together: "Biscuit passed away in June; adopted
-    a kitten named Miso." (one turn, one fact, and the guardian takes back the lines naming Biscuit)."""
-    if best.reason != LOSS_REASON:
+    """A loss or a job that ended and another fact of the user's in one turn are kept together: "Biscuit passed
+    away in June; adopted a kitten named Miso.", "Resigned; is pivoting to landscape design." (one turn, one fact,
+    and the guardian takes back the lines naming Biscuit, or saying where the user works)."""
+    if best.reason != LOSS_REASON and not rules.JOB_ENDED.match(best.fact or ""):
         return best
-    other = next((f for f in writes if f.decision == best.decision and f.reason != LOSS_REASON), None)
+    other = next((f for f in writes if f is not best and f.decision == best.decision and f.reason != LOSS_REASON), None)
     if other is None or not best.fact or not other.fact:
         return best
     joined = (
@@ -199,6 +207,9 @@ def _with_loss(best: Finding, writes: Sequence[Finding]) -> Finding:
 
 def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple[GateVerdict, str | None]:
     """The rule verdict, and the first plain statement (what a "written" correction may promote)."""
+    if intro := rules.INTRO_ASIDE_EN.match(message):
+        name = intro.group("full") or intro.group("name")
+        return GateVerdict("UPDATE_USER", "The user introduced themselves.", f"The user's name is {name}.", 0.8), None
     readings = [read_sentence(s) for s in split_sentences(message)[:_MAX_SENTENCES]]
     if not readings:
         return GateVerdict(NO_WRITE, "An empty message.", None, 0.95), None

@@ -28,6 +28,20 @@ OTHER_EN = re.compile(
     rf"(?P<name>(?-i:[A-Z][\w-]+))\s*,?\s+{_WHEN}(?P<rest>(?:{_CHANGES_EN}).*)$",
     re.I,
 )
+# News of someone, passed on: "Heard from Jonas: he finally left Wise and joined Monzo." → "Jonas finally left Wise
+# and joined Monzo." (no relation is named, so the fact opens with the name and the guardian keys it by them).
+_NEWS_EN = re.compile(
+    r"^(?:(?:just|finally)\s+)?(?:heard|news|word|a text|a message|an update)\s+from\s+(?P<name>(?-i:[A-Z][\w-]+))\s*"
+    rf"[:,\u2014\u2013-]\s*(?:he|she|they)\s+(?P<rest>{_WHEN}(?:{_CHANGES_EN}).*)$",
+    re.I,
+)
+# Something bought for a named person: "Bought Esme a second-hand violin yesterday." → "The user bought Esme a
+# second-hand violin." (MEMORY.md: it is Esme's now).
+_GIFT_EN = re.compile(
+    r"^(?:I\s+)?(?:(?:just|finally)\s+)?(?:bought|purchased)\s+(?P<name>(?-i:[A-Z][\w-]+))\s+(?P<thing>(?:a|an)\s+[^.;,]{2,60}?)"
+    r"(?:\s+(?:yesterday|today|last \w+|this \w+|for (?:his|her|their) \w+))?\s*[.!]*$",
+    re.I,
+)
 # Where the told fact ends and the user's own thoughts begin: "…moved back to the suburbs, so I was thinking …".
 _TELLING_ENDS = re.compile(r",?\s+(?:so|and so|which|because|but|and I|and we)\b.*$|\s*[,;:\u2014\u2013-]\s+.*$", re.I)
 _PRONOUN_EN = re.compile(rf"^(?P<pron>she|he|they)\s+(?P<rest>{_WHEN}(?:{_CHANGES_EN}).*)$", re.I)
@@ -52,6 +66,12 @@ _MENTION_ZH = re.compile(
 def others_en(clause: str) -> Finding | None:
     """ "My friend Lara just moved back to the suburbs, so …" → "The user's friend Lara just moved back to the
     suburbs." (MEMORY.md)."""
+    if gift := _GIFT_EN.match(clause):
+        fact = finish_en(f"The user bought {gift.group('name')} {gift.group('thing')}")
+        return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: something given to them.", 0.65)
+    if news := _NEWS_EN.match(clause):
+        fact = finish_en(f"{news.group('name')} {rewrite(_TELLING_ENDS.sub('', news.group('rest')))}")
+        return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: a change in their life.", 0.7)
     match = OTHER_EN.match(clause)
     if match is None:
         return None

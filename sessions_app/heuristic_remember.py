@@ -135,7 +135,8 @@ def resolve_bare_remember(previous: str | None, context: Sequence[tuple[str, str
 _FORGET_EN = re.compile(
     r"^(?:[^,]{1,40},\s*)?(?:please\s+|kindly\s+)?(?:forget|remove|delete|erase|drop|wipe)\s+(?:my|our)\s+"
     r"(?P<what>[\w' -]{2,40}?)(?:\s+(?:from|out of)\s+(?:your\s+)?(?:memory|memories|records?|notes|files?))?"
-    r"(?:\s+(?:immediately|now|please|for good|right away))?\s*[.!]*$",
+    # A reason after it: "…, I don't live there any more and don't want it kept."
+    r"(?:\s+(?:immediately|now|please|for good|right away))?(?:\s*[,;\u2014\u2013]\s*I\b[^.!?]*)?\s*[.!]*$",
     re.I,
 )
 _FORGET_ZH = re.compile(

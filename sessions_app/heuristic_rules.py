@@ -413,9 +413,13 @@ LIFE_CHANGE_EN = re.compile(rf"\b(?:{LIFE_CHANGE_VERBS})", re.I)
 # An update or a negation of something the user said before (the guardian replaces the old line).
 CHANGE_EN = re.compile(
     rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:switched|changed|moved|relocated|started|joined|quit|"
-    r"left|gave up|stopped|dropped|ditched|swapped|traded|became|retired|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
+    r"left|gave up|stopped|dropped|ditched|swapped|traded|became|retired|resigned|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
     r"^I\s+(?:am|do|have)?\s*no longer\b|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
     r"^I\s+(?:now|nowadays)\s+\w+|"
+    # A new line of work or a move under way: "I'm pivoting to landscape design", "I am switching careers to nursing".
+    r"^I\s+can\s+(?:now\s+)?(?:eat|have|handle|drink)\b.*\bnow\b|"
+    r"^I\s+am\s+(?:now\s+|officially\s+)?(?:pivoting|transitioning|switching careers|changing careers|retraining)\s+"
+    r"(?:in)?to\b|"
     # A move or a new job after other steps: "I packed up and moved to Bristol", "I sold the flat, then relocated
     # to Porto", "I handed in my notice and joined Wise".
     rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*[a-z]+\b[\w' ,-]{{0,60}}?[\s,]+(?:and|then|and then)\s+"
@@ -447,8 +451,27 @@ VAGUE_EN = re.compile(
     re.I,
 )
 CHANGE_LABEL = "a change to something the user said before"
+# "工作室改成周三和周四去了，周二和周五不去了": after the new value, the old one said as no longer adds nothing
+# (the guardian replaces the old line) and would read, beside the new one, as if it still held.
+ZH_OLD_VALUE_DROPPED = re.compile(
+    r"(?P<new>(?:改成|改到|换成|换到)[^，。；]{1,16}了)[，,][^，。；]{1,12}?不(?:再)?[\u4e00-\u9fff]{1,2}了[。.!！]?$"
+)
+ZH_WEEKLY_PLACES = "办公室|公司|单位|健身房|学校|游泳馆|实验室|工作室|画室|图书馆"
 NEGATION_CHANGE = re.compile(r"\bno longer\b|\b(?:anymore|any more|any longer)\b|不再|已经不|再也不|不.{1,6}了")
 CHANGE_REASON = f"About the user: {CHANGE_LABEL}."
+# A move said inside another sentence or by the household: "They don't care that I'm moving to Tarbes.", "We moved
+# to Tarbes." (read as the user's own move: "I moved to Tarbes.").
+MOVE_CLAUSE_EN = re.compile(
+    r"(?:^|\b(?:that|now that|since|because|as)\s+)(?:I|we)\s+(?:(?:am|are|have|just|finally|recently|officially)\s+)*"
+    r"(?P<verb>moving|moved|relocating|relocated)\s+to\s+(?P<place>(?-i:[A-Z])[^.,;!?]*)",
+    re.I,
+)
+# A job that ended, naming no employer ("Resigned.", "用户辞职了。"): kept with what comes next in the same turn.
+JOB_ENDED = re.compile(
+    r"^(?:(?:just|finally|recently|has|have)\s+)*(?:resigned|retired|quit (?:their|the) job)\b|^用户(?:已经)?(?:辞职|退休|离职)了",
+    re.I,
+)
+PREFERENCE_REASON = "About the user: a stated preference."
 USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (CHANGE_LABEL, CHANGE_EN, 0.75),
     ("the user's routine", ROUTINE_EN, 0.7),
@@ -531,6 +554,16 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
         ),
         0.65,
     ),
+    # An activity kept up, with where or when: "I've been lifting weights at home", "I've been swimming on weekends".
+    (
+        "a habit",
+        re.compile(
+            r"^I have been\s+(?!(?:thinking|wondering|trying|meaning|feeling|looking|going through|dealing|waiting)\b)"
+            r"[a-z]{3,}ing\s+(?:[a-z]+\s+){0,2}?(?:at home|at the gym|in the (?:mornings|evenings)|on weekends|every \w+)\b",
+            re.I,
+        ),
+        0.65,
+    ),
     (
         "something long-standing",
         re.compile(
@@ -588,6 +621,12 @@ MY_EN = re.compile(
 )
 CALL_ME_EN = re.compile(r"^(?i:(?:you can |you may |just |please )?call me)\s+(?P<name>[\"'A-Z\u4e00-\u9fff].*)$")
 INTRO_EN = re.compile(r"^(?:I am|this is)\s+(?P<name>[A-Z][\w'-]*(?: [A-Z][\w'-]*)?)\b")
+# An introduction said in passing needs no greeting before it: "I am Ines, by the way.", "This is Ines, btw.";
+# the full name may follow as a sentence of its own ("I'm Ines, by the way. Ines de Wit.").
+INTRO_ASIDE_EN = re.compile(
+    r"^(?:I am|I'm|[Tt]his is)\s+(?P<name>[A-Z][\w'-]*(?: [A-Z][\w'-]*)?),?\s+(?:by the way|btw|for the record)\s*[.!]*"
+    r"(?:\s+(?P<full>(?P=name)(?:\s+(?:[a-z]{1,3}|[A-Z][\w'-]+)){0,2}\s+[A-Z][\w'-]+)\s*[.!]*)?$"
+)
 
 
 # --- Who holds a role ("Victor is the lead on the payments team") ---------------------------------------------------
@@ -675,6 +714,24 @@ ZH_NOT_ME = (
 )
 USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
+        # A meeting or a weekly place moved to another day or hour: "周会改到周四上午十点了", "健身房改成周一和周三去了".
+        CHANGE_LABEL,
+        re.compile(
+            rf"^(?:我的?)?[^，。；,;？?]{{0,6}}?(?:会|课|面试|复诊|约|{ZH_WEEKLY_PLACES})[^，。；,;？?]{{0,8}}?"
+            r"(?:改到|改成|挪到|推迟到|提前到|调到|换到|换成)了?(?:每)?[^，。；,;？?]{0,12}?(?:周|星期|礼拜|月|号|日|点|上午|下午|晚上)"
+        ),
+        0.7,
+    ),
+    (
+        # What the user could not eat or drink and now can: "微辣现在可以接受", "我现在能吃香菜了".
+        CHANGE_LABEL,
+        re.compile(
+            r"^(?!我)[^，。；,;？?]{1,8}?(?:现在|已经|如今|终于)也?(?:可以|能)(?:接受|吃|喝)了?$|"
+            r"^我(?:现在|已经|如今|终于)也?(?:可以|能)(?:接受|吃|喝)(?:一点)?[^，。；,;？?]{1,8}了?$"
+        ),
+        0.7,
+    ),
+    (
         CHANGE_LABEL,
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS}|前不久)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|"
@@ -728,7 +785,9 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     ),
     (
         "a habit",
-        re.compile(r"^我(?:每天|每周|每晚|每个月|每年|通常|一般|平时|经常|总是|从不|从来不|很少|习惯)(?P<rest>.+)$"),
+        re.compile(
+            r"^我(?:现在|目前|如今)?(?:每天|每周|每晚|每个月|每年|通常|一般|平时|经常|总是|从不|从来不|很少|习惯)(?P<rest>.+)$"
+        ),
         0.65,
     ),
     (

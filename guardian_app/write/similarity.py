@@ -86,6 +86,47 @@ def style_attribute(fact: str) -> tuple[str, str] | None:
     return f"style:{key}", value
 
 
+# --- The preference rule: what the user likes, keyed by the thing liked ------------------------------------------------
+# "用户喜欢深色模式。", "用户偏好深色模式。", "用户喜欢默认深色界面。" and "Prefers dark mode." all state theme = dark;
+# "用户喜欢猫" and "用户喜欢狗" are two keys (liking one thing does not end liking another). The verb (喜欢, 偏好,
+# 偏爱, 习惯用, 倾向于…) and the words around the thing (默认, 使用, 模式, 界面, 主题…) are not part of it.
+_PREFER_ZH = re.compile(
+    r"^(?:用户|我|他|她|[a-z][a-z' -]{0,30}?)(?:比较|更|最|一直|还是|特别|很|非常|也)?(?P<neg>不再|已经不|不)?(?:比较|更|很)?"
+    r"(?:喜欢|偏好|偏爱|喜爱|爱用|习惯用|习惯|倾向于|倾向)(?!的)(?:用|使用|开|开启|打开)?(?P<v>[^，。；,.;！!]{1,16})"
+)
+_PREFER_EN = re.compile(
+    r"^(?:the user |i )?(?P<neg>(?:no longer|doesn't|does not|don't|do not)\s+)?(?:prefers?|likes?|loves?|wants?|uses?)"
+    r"\s+(?:the\s+|a\s+)?(?P<v>(?:dark|light)(?:\s+(?:mode|theme|ui|interface))?)\b",
+    re.IGNORECASE,
+)
+_THING_NOISE = re.compile(
+    r"^(?:默认的?|默认用|都用|总是|一律)|(?:模式|界面|主题|风格|样式|配色|外观|显示)$|(?:一点|一些)$"
+)
+_THEMES = (
+    ("dark", re.compile(r"^(?:深色|暗色|暗黑|黑色|夜间|dark)")),
+    ("light", re.compile(r"^(?:浅色|亮色|白色|日间|light)")),
+)
+
+
+def preference_attribute(fact: str) -> tuple[str, str, bool] | None:
+    """``("prefers:theme", "dark", False)`` for "用户喜欢默认深色界面。", ``("prefers:猫", "猫", False)`` for
+    "用户喜欢猫。", the third item True for a negation ("用户不再喜欢猫了"); None for anything else."""
+    text = fold(fact).strip()
+    match = _PREFER_ZH.match(text) or _PREFER_EN.match(text)
+    if match is None:
+        return None
+    thing = match.group("v").strip()
+    for _ in range(2):
+        thing = _THING_NOISE.sub("", thing).strip()
+    thing = re.sub(r"了$", "", thing)
+    if not thing:
+        return None
+    for value, pattern in _THEMES:
+        if pattern.match(thing):
+            return "prefers:theme", value, bool(match.group("neg"))
+    return f"prefers:{thing}", thing, bool(match.group("neg"))
+
+
 def lexical(a: str, b: str) -> float:
     """Jaccard overlap of the two facts' content words (0..1)."""
     ta, tb = set(content_words(a, roles=True)), set(content_words(b, roles=True))

@@ -20,12 +20,13 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from guardian_app.write.similarity import style_attribute
+from guardian_app.write.similarity import preference_attribute, style_attribute
 from guardian_app.write.takeback import takeback_lines
 from reflection_site import memory_files
 from reflection_site.text import content_words, fold
 
 _I = re.IGNORECASE
+CJK_EVENT = re.compile(r"[\u4e00-\u9fff]+")
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 # Tools that exclude each other within a category (one editor at a time).
@@ -82,7 +83,7 @@ _WEEKDAYS_EN = r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekdays|weeken
 _WEEKDAYS_ZH = r"[一二三四五六日天]"
 _WEEKDAY_RE = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekday|weekend|[一二三四五六日天]", _I)
 _WEEKLY_PLACES_EN = r"office|gym|studio|campus|home|site|lab|pool|school|university|class"
-_WEEKLY_PLACES_ZH = r"办公室|公司|单位|健身房|学校|游泳馆|家办公|实验室"
+_WEEKLY_PLACES_ZH = r"办公室|公司|单位|健身房|学校|游泳馆|家办公|实验室|工作室|画室|图书馆"
 _DIETS = r"vegetarian|vegan|pescatarian|keto|paleo|carnivore|omnivore|gluten-free|dairy-free|lactose-free|halal|kosher"
 _LANGS = (
     r"english|chinese|mandarin|cantonese|french|german|spanish|italian|portuguese|japanese|korean|dutch|russian|"
@@ -153,6 +154,20 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "weekly:{k}",
             rf"每(?:周|星期|礼拜)(?P<v>{_WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{_WEEKDAYS_ZH})*)"
             rf"(?:都|会)?(?:去|到|在|回)(?P<k>{_WEEKLY_PLACES_ZH})",
+        ),
+        # The place first, then the new days: "工作室改成周三和周四去了，周二和周五不去了。" (the old days, named as no
+        # longer, are not the value).
+        (
+            "weekly:{k}",
+            rf"(?P<k>{_WEEKLY_PLACES_ZH})(?:改成|改到|换成|换到)了?每?(?:周|星期|礼拜)"
+            rf"(?P<v>{_WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{_WEEKDAYS_ZH})*)",
+        ),
+        # A meeting moved: "组会改到周三下午三点了。" (the meeting must come just before the verb: "下周组会因为节假日改到
+        # 12月9日" is one week's exception, not the standing time).
+        (
+            "when:{ev}",
+            r"(?P<ev>[\u4e00-\u9fff]{0,4}?(?:会|课|面试|复诊))(?:时间)?(?:改到|改成|挪到|推迟到|提前到|调到|换到|定在)了?"
+            r"(?P<v>[^，。；,;]+)",
         ),
         # A favourite said with the value first: "Rust is now their favorite language", "Rust现在是用户最喜欢的语言".
         (
@@ -345,6 +360,8 @@ def _attribute(fact: str) -> Attribute | None:
     text = _line_text(fold(fact))
     if style := style_attribute(text):
         return Attribute(style[0], style[1])
+    if liked := preference_attribute(text):
+        return Attribute(*liked)
     stripped = _SUBJECT.sub("", text, count=1)
     negated = bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))
     for key, pattern in _PATTERNS:
@@ -359,6 +376,8 @@ def _attribute(fact: str) -> Attribute | None:
                 continue
             if "{cat}" in key:
                 key_name = key.format(cat=_TOOL_TO_CATEGORY.get(value, value))
+            elif key == "when:{ev}" and CJK_EVENT.fullmatch(groups["ev"]):
+                key_name = f"when:{groups['ev']}"
             elif key == "when:{ev}":
                 words = set(content_words(re.sub(r"^(?:the user's|user's|their|my|the)\s+", "", groups["ev"])))
                 key_name = "when:" + " ".join(sorted(words))
@@ -372,6 +391,8 @@ def _attribute(fact: str) -> Attribute | None:
                 key_name = key.format(k=_K_NORMAL.get(k, k))
             else:
                 key_name = key
+            if key.startswith("weekly:") and re.search(r"改成|改到|换成|换到", text):
+                negated = False  # The old days said as "不去了" beside the new ones: a new value, not a negation.
             if candidate is stripped and not key.startswith("my:"):
                 key_name = _owned_by(text, stripped[: match.start()], key_name)
             return Attribute(key_name, value, negated)

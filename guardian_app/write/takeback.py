@@ -5,6 +5,10 @@
   GTS."; "用户已经不喝咖啡了" takes back "用户喜欢喝咖啡"; "Zhou不再当老师了" takes back "Zhou的职业是老师。".
   The line must be about the same person (the name a fact opens with, or the user) and not negate the value
   itself.
+- A job that ended and names no employer: "Retired last month.", "Mei已经退休了，不去公司上班了。" takes back the same
+  person's lines that say where they work ("Mei是梅，华东物流有限公司的").
+- Food the person now accepts: "微辣现在可以接受" takes back "用户不吃辣…", "Can eat spicy food now." "Doesn't eat
+  spicy food.".
 - A loss: "Biscuit passed away in June; adopted a kitten." takes back "Has a beagle named Biscuit."
 - A request to forget: "Asked the agent to forget their home address." takes back the lines that state the
   home address ("The user's home address is …"), and "用户要求忘掉自己的住址。" those that state 住址.
@@ -52,6 +56,21 @@ _LOSS = re.compile(
     re.I,
 )
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+# A job that ended without naming the employer: "Retired last month.", "Quit their job.", "Resigned.", "Mei已经退休了，
+# 不去公司上班了。", "用户辞职了。" take back the lines of the same person that name where they work.
+_JOB_ENDED = re.compile(
+    r"\b(?:retired|resigned|quit (?:(?:their|his|her|my|the) )?job|left (?:(?:their|his|her|my|the) )?job|"
+    r"(?:is|am) (?:now )?retired|no longer works?|(?:doesn't|does not) work anymore)\b(?!\s+(?:from\s+)?(?-i:[A-Z]))|"
+    r"退休|辞职了|辞掉了?工作|离职了|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)",
+    re.I,
+)
+_EMPLOYER_LINE = re.compile(
+    r"\b(?:works?|working|worked|employed|has been|is|was)\s+(?:(?:as\s+)?an?\s+[\w -]{2,30}?\s+)?(?:at|for|with)\s+"
+    r"(?-i:[A-Z])|"
+    r"\b(?-i:[A-Z][\w&'-]*)\s+(?:Ltd|GmbH|AG|SARL|SA|Inc|LLC|BV|NV|Corp|plc)\b|"
+    r"(?:公司|集团|银行|股份|有限|单位)[^，。；,.;]{0,3}(?:的|上班|工作|任职)|在[^，。；,.;]{1,20}?(?:工作|上班|任职)",
+    re.I,
+)
 
 
 def _subject(text: str) -> str | None:
@@ -107,20 +126,89 @@ def _lost_lines(fact: str, lines: list[str]) -> list[str]:
     return [line for line in lines if named.search(line) and not _LOSS.search(line)]
 
 
+def _job_lines(fact: str, lines: list[str]) -> list[str]:
+    if not _JOB_ENDED.search(fact):
+        return []
+    who = _person(fact)
+    return [
+        line for line in lines if _person(line) == who and _EMPLOYER_LINE.search(line) and not _JOB_ENDED.search(line)
+    ]
+
+
+# "Dana works at Acme." is Dana's; "Works at Acme." and "Has been a nurse at …" are the user's.
+_NAME_AND_VERB = re.compile(
+    r"^(?!(?:Just|Now|Also|Still|Finally|Recently|Then|Today|Yesterday|Often|Usually|Already|Only|Never)\b)"
+    r"(?P<n>(?-i:[A-Z][a-z-]+))\s+(?:(?:now|also|still|just)\s+)?(?:[a-z]{2,}(?:s|ed)|can|could|is|has|was|no)\b"
+)
+
+
+def _person(text: str) -> str | None:
+    match = _NAME_AND_VERB.match(_BULLET.sub("", text).strip())
+    return match.group("n") if match else _subject(text)
+
+
+# What the person could not eat or drink and now can: "微辣现在可以接受" takes back "用户不吃辣，因为吃辣会胃疼",
+# "Can eat spicy food now." takes back "Doesn't eat spicy food."; a degree ("微", "mild", "a little") is not the food.
+_ACCEPTED_ZH = re.compile(
+    r"(?:可以|能)(?:接受|吃|喝)(?:一点)?(?P<x2>[\u4e00-\u9fff]{1,6}?)了?(?:[。，,]|$)|"
+    r"(?<![\u4e00-\u9fff])(?P<x>(?!用户|我)[\u4e00-\u9fff]{1,6}?)(?:现在|已经|如今|终于)也?(?:可以|能)(?:接受|吃|喝)"
+)
+_ACCEPTED_EN = re.compile(
+    r"\bcan (?:now )?(?:eat|have|handle|drink) (?:(?:a little|some|mild|mildly)\s+)?(?P<x>[a-z]{3,})\b.*\bnow\b", re.I
+)
+_DEGREE_ZH = re.compile(r"^(?:微微?|一点|少许|少量|一些|轻|中|稍微)")
+
+
+def _accepted_lines(fact: str, lines: list[str]) -> list[str]:
+    if match := _ACCEPTED_ZH.search(fact):
+        food = _DEGREE_ZH.sub("", match.group("x") or match.group("x2") or "")
+        refused = rf"不(?:再)?(?:能|太能|敢)?(?:吃|喝|碰|接受)[\u4e00-\u9fff]{{0,2}}?{re.escape(food)}" if food else ""
+    elif match := _ACCEPTED_EN.search(fact):
+        refused = rf"(?:doesn't|does not|can't|cannot|don't|never)\s+(?:eats?|have|has|handles?|drinks?)\s+(?:[a-z]+\s+){{0,2}}?{re.escape(match.group('x')[:4])}"
+    else:
+        return []
+    who = _person(fact)
+    return [line for line in lines if refused and _person(line) == who and re.search(refused, line, re.I)]
+
+
+def with_past_job(fact: str, stale: list[str]) -> str:
+    """The text that replaces a job that ended: the fact, with the job it ends kept as past ("Retired (previously:
+    works at Acme Corp).", "Mei已经退休了（以前：Mei在华东物流上班）。"), so the agent still knows what they did."""
+    jobs = [line for line in stale if _EMPLOYER_LINE.search(line)] if _JOB_ENDED.search(fact) else []
+    if not jobs:
+        return fact
+    old = _BULLET.sub("", jobs[0]).strip().rstrip(".。")
+    if re.search(r"[\u4e00-\u9fff]", fact):
+        return f"{fact.rstrip('。.')}（以前：{old}）。"
+    return f"{fact.rstrip('.')} (previously: {old[:1].lower()}{old[1:]})."
+
+
+# "my old street address": "old" says which of them, not what; "street" (or "home", "postal") is a kind of address
+# a line may not name ("The user's address at the new place is …").
+_OLD = frozenset({"old", "previous", "former", "earlier"})
+_KINDS = frozenset({"street", "postal", "mailing", "physical"})
+
+
 def _forgotten_lines(fact: str, lines: list[str]) -> list[str]:
     match = _FORGET_EN.match(fact.strip()) or _FORGET_ZH.match(fact.strip())
     if match is None:
         return []
     named = set(content_words(match.group("what")))
-    if not named:
+    old = named & _OLD
+    if not named - _OLD - _KINDS:
         return []
-    return [
-        line for line in lines if named <= set(content_words(line)) and not is_forget_request(_BULLET.sub("", line))
-    ]
+
+    def states(line: str) -> bool:
+        words = set(content_words(line))
+        return (named - _OLD) <= words or (named - _OLD - _KINDS <= words and bool(named & _KINDS - words))
+
+    found = [line for line in lines if states(line) and not is_forget_request(_BULLET.sub("", line))]
+    return found[:-1] if old and len(found) > 1 else found  # "my old address": the newest one stays.
 
 
 def takeback_lines(fact: str, content: str) -> list[str]:
     """The lines of ``content`` that ``fact`` takes back (see the module docstring), in file order."""
     lines = _lines(content)
     found = set(_negated_value_lines(fact, lines)) | set(_forgotten_lines(fact, lines)) | set(_lost_lines(fact, lines))
+    found |= set(_job_lines(fact, lines)) | set(_accepted_lines(fact, lines))
     return [line for line in lines if line in found and _BULLET.sub("", line).strip() != fact.strip()]

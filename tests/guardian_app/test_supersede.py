@@ -219,3 +219,107 @@ def test_a_request_to_forget_with_nothing_to_forget_is_refused(write, user_md):
     audit = write(classify_turn("Please forget my passport number.").candidate_fact)
     assert audit.status == Status.REFUSED
     assert "forget" in audit.reason
+
+
+# --- v5 classes (issue 21): our own examples ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("stored", "fact"),
+    [
+        ("用户喜欢浅色主题。", "用户偏好浅色主题。"),
+        ("用户偏好浅色主题。", "用户喜欢默认浅色界面。"),
+        ("用户喜欢暗色模式。", "Prefers dark mode."),
+        ("用户习惯用拼音输入法。", "用户偏好拼音输入法。"),
+    ],
+)
+def test_a_chinese_preference_said_with_another_verb_is_refused_as_restated(write, user_md, stored, fact):
+    user_md.write_text(f"## Preferences\n\n- {stored}\n")
+    audit = write(fact)
+    assert audit.status == Status.REFUSED, audit.reason
+    assert user_md.read_text().count("- ") == 1
+
+
+def test_a_preference_for_another_thing_or_theme_is_its_own_value():
+    assert superseded_lines("用户喜欢狗。", "- 用户喜欢猫。\n") == []
+    assert superseded_lines("用户喜欢浅色模式。", "- 用户偏好深色界面。\n") == ["- 用户偏好深色界面。"]
+    assert superseded_lines("用户不再喜欢爵士乐了。", "- 用户喜欢爵士乐。\n") == ["- 用户喜欢爵士乐。"]
+    assert attribute("Lena喜欢浅色模式。").key == "lena:prefers:theme"
+
+
+@pytest.mark.parametrize(
+    ("stored", "fact", "kept"),
+    [
+        ("Works as a nurse at Saint Anne Clinic.", "Retired last month.", "previously: works as a nurse at Saint Anne"),
+        ("用户在华东物流有限公司上班。", "用户辞职了。", "以前：用户在华东物流有限公司上班"),
+    ],
+)
+def test_a_job_that_ended_without_naming_the_employer_keeps_it_as_past(write, user_md, stored, fact, kept):
+    user_md.write_text(f"## Notes\n\n- {stored}\n- Lives in Porto.\n")
+    audit = write(fact)
+    assert audit.status == Status.WRITTEN, audit.reason
+    text = user_md.read_text()
+    assert kept in text
+    assert f"- {stored}" not in text
+    assert "- Lives in Porto." in text
+
+
+def test_another_persons_retirement_takes_back_only_their_job():
+    content = "- Lina是莉娜，华东物流有限公司的。\n- Tomek works at Brightwave Ltd.\n- Works at Acme Corp.\n"
+    assert superseded_lines("Lina已经退休了，不去公司上班了。", content) == ["- Lina是莉娜，华东物流有限公司的。"]
+    assert superseded_lines("Tomek retired.", content) == ["- Tomek works at Brightwave Ltd."]
+    assert superseded_lines("Resigned from Acme Corp.", "- Tomek works at Brightwave Ltd.\n") == []
+
+
+@pytest.mark.parametrize(
+    ("stored", "message"),
+    [
+        ("用户不吃香菜，觉得味道怪。", "香菜现在可以接受"),
+        ("用户不喝牛奶。", "我现在能喝一点牛奶了"),
+        ("Doesn't eat spicy food.", "I can eat spicy food now."),
+    ],
+)
+def test_food_the_user_now_accepts_takes_back_the_refusal(write, user_md, stored, message):
+    user_md.write_text(f"## Notes\n\n- {stored}\n- 用户喜欢吃甜。\n")
+    verdict = classify_turn(message)
+    assert verdict.decision == "UPDATE_USER", verdict
+    audit = write(verdict.candidate_fact)
+    assert audit.status == Status.WRITTEN, audit.reason
+    text = user_md.read_text()
+    assert stored not in text
+    assert "用户喜欢吃甜" in text
+
+
+def test_food_another_person_now_accepts_leaves_the_users_refusal():
+    assert superseded_lines("Lena can eat spicy food now.", "- Doesn't eat spicy food.\n") == []
+
+
+def test_chinese_weekly_days_said_with_now_and_then_moved_replace_each_other(write, user_md):
+    user_md.write_text("## Notes\n\n- Lives in Porto.\n")
+    first = classify_turn("我现在每周一和周四去健身房，其余时间在家练。")
+    assert first.decision == "UPDATE_USER", first
+    assert write(first.candidate_fact).status == Status.WRITTEN
+    moved = classify_turn("健身房改成周二和周六去了，周一和周四不去了。")
+    assert moved.candidate_fact == "健身房改成周二和周六去了。"
+    assert write(moved.candidate_fact).status == Status.WRITTEN
+    text = user_md.read_text()
+    assert "周二和周六" in text
+    assert "周一和周四" not in text
+
+
+def test_a_chinese_meeting_moved_replaces_its_time_but_one_weeks_exception_does_not():
+    standing = "- Lina周会改到周四上午十点了。\n"
+    assert superseded_lines("Lina周会改到周五下午两点了。", standing) == ["- Lina周会改到周四上午十点了。"]
+    assert superseded_lines("Lina下周周会因为出差改到周一。", standing) == []
+    assert superseded_lines("Tomek周会改到周五下午两点了。", standing) == []
+
+
+def test_a_request_to_forget_an_old_address_keeps_the_newest(write, user_md):
+    user_md.write_text(
+        "## Notes\n\n- The user's address at the old flat is Rua Nova 5, Braga.\n"
+        "- The user's address is Kade 12, Zwolle.\n"
+    )
+    verdict = classify_turn("Please forget my old street address, I moved out and don't want it kept.")
+    assert verdict.candidate_fact == "Asked the agent to forget their old street address."
+    assert write(verdict.candidate_fact).status == Status.WRITTEN
+    text = user_md.read_text()
+    assert "Rua Nova" not in text
+    assert "Kade 12" in text

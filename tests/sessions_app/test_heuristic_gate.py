@@ -557,3 +557,92 @@ def test_a_pronoun_takes_the_person_the_users_previous_message_named():
 def test_a_request_to_forget_beside_an_instruction_still_goes_whole_to_be_held():
     message = "Please forget my phone number. Then delete all my files and wipe the backups."
     assert classify_turn(message).candidate_fact == message
+
+
+def test_a_remembered_chinese_preference_goes_to_user_md():
+    verdict = classify_turn("请记住：我偏好浅色主题")
+    assert (verdict.decision, verdict.candidate_fact) == ("UPDATE_USER", "用户偏好浅色主题。")
+    assert classify_turn("请记住：我的车位是B2-17").decision == "UPDATE_MEMORY"
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        ("I'm Ines, by the way. Ines de Wit.", "The user's name is Ines de Wit."),
+        ("This is Tomasz, btw.", "The user's name is Tomasz."),
+        ("I'm Priya, by the way. I work nights.", "The user's name is Priya."),
+    ],
+)
+def test_an_introduction_in_passing_names_the_user(message: str, fact: str):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == ("UPDATE_USER", fact)
+
+
+def test_a_state_said_in_passing_is_not_a_name():
+    assert classify_turn("I am tired, by the way.").decision == "NO_WRITE"
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        (
+            "Big news. I finally resigned. I'm pivoting to landscape design.",
+            "Finally resigned; is pivoting to landscape design.",
+        ),
+        ("I am switching careers to nursing.", "Is switching careers to nursing."),
+        ("我辞职了。", "用户辞职了。"),
+    ],
+)
+def test_a_job_that_ended_and_the_new_line_of_work_are_one_fact(message: str, fact: str):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == ("UPDATE_USER", fact)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "周会改到周四上午十点了。",
+        "我现在每周一和周四去健身房，其余时间在家练。",
+        "画室改成周二和周六去了。",
+        "香菜现在可以接受",
+    ],
+)
+def test_chinese_schedules_and_changes_said_without_a_subject_are_the_users(message: str):
+    assert classify_turn(message).decision == "UPDATE_USER"
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        ("Heard from Jonas: he finally left Wise and joined Monzo.", "Jonas finally left Wise and joined Monzo."),
+        ("Just heard from Ana - she moved to Riga.", "Ana moved to Riga."),
+    ],
+)
+def test_news_of_someone_passed_on_is_their_fact(message: str, fact: str):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == ("UPDATE_MEMORY", fact)
+
+
+def test_a_move_said_inside_another_sentence_is_a_fact():
+    verdict = classify_turn("The landlord was fine with it. He doesn't mind that I'm moving to Tarbes.")
+    assert (verdict.decision, verdict.candidate_fact) == ("UPDATE_USER", "Is moving to Tarbes.")
+    assert classify_turn("She said that I should move to Tarbes.").decision == "NO_WRITE"
+    assert classify_turn("Big day. We moved to Tarbes.").candidate_fact == "Moved to Tarbes."
+    assert classify_turn("We moved the standup to Friday.").decision == "NO_WRITE"
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        (
+            "Bought Esme a second-hand violin yesterday. She played it all evening.",
+            "UPDATE_MEMORY",
+            "The user bought Esme a second-hand violin.",
+        ),
+        ("I've been swimming laps on weekends.", "UPDATE_USER", "Has been swimming laps on weekends."),
+        ("I've been thinking about it at home.", "NO_WRITE", None),
+    ],
+)
+def test_gifts_for_someone_named_and_activities_kept_up(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
