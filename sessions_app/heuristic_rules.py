@@ -402,6 +402,10 @@ DURABLE_ADJECTIVES = (
     r"(?:(?:all|fully|now|finally|properly|happily)\s+){0,2}(?:living|staying|settled|located|renting|resident|residing) "
     r"(?:in|at|near|outside)|a resident of)\b"
 )
+# Ways of eating or drinking a person can take up or give up.
+DIETS = r"vegan|vegetarian|pescatarian|gluten-free|dairy-free|keto|paleo|sober|teetotal|plant-based|carnivore"
+WORK_MODES = r"freelance|part-time|full-time|remote|self-employed|independent"
+FULLY = r"(?:fully\s+|completely\s+|full\s+|totally\s+)?"
 # A change of home or employer: durable even when said with "today" ("I moved to Bristol today").
 LIFE_CHANGE_VERBS = (
     r"(?:moved|relocated|emigrated)\s+(?:back\s+|over\s+|out\s+)?(?:to|into|abroad)\b|joined\s+(?-i:[A-Z0-9])|"
@@ -414,6 +418,11 @@ LIFE_CHANGE_EN = re.compile(rf"\b(?:{LIFE_CHANGE_VERBS})", re.I)
 CHANGE_EN = re.compile(
     rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:switched|changed|moved|relocated|started|joined|quit|"
     r"left|gave up|stopped|dropped|ditched|swapped|traded|became|retired|resigned|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
+    # A decision to take up a way of living, said before it shows: "I've decided to go fully vegan", "I have
+    # decided to become a freelancer", "I'm going vegetarian from now on", "I have gone gluten-free".
+    rf"^I\s+(?:have\s+)?(?:finally\s+)?decided\s+to\s+(?:(?:go|turn)\s+{FULLY}(?:{DIETS}|{WORK_MODES})\b|"
+    r"become\s+(?:a|an)\s+\w)|"
+    rf"^I\s+(?:am\s+(?:now\s+)?going|have\s+(?:now\s+)?gone)\s+{FULLY}(?:{DIETS}|{WORK_MODES})\b|"
     r"^I\s+(?:am|do|have)?\s*no longer\b|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
     r"^I\s+(?:now|nowadays)\s+\w+|"
     # A new line of work or a move under way: "I'm pivoting to landscape design", "I am switching careers to nursing".
@@ -735,7 +744,9 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         CHANGE_LABEL,
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS}|前不久)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|"
-            r"辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了$|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业))"
+            r"辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了$|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
+            # A decision to take up or give up a way of eating: "我决定吃素", "我决定从明天开始戒酒".
+            r"决定(?:要)?(?:从.{1,6}?(?:开始|起))?(?:开始)?(?:吃素|吃全素|戒|不再|不吃|不喝|改吃))"
         ),
         0.75,
     ),

@@ -20,6 +20,7 @@ Status = WriteGuardianAudit.Status
         ("Lives in Berlin.", "I moved to Lisbon.", "Berlin", "Lisbon"),
         ("Works at Google.", "I now work at Stripe.", "Google", "Stripe"),
         ("Is vegetarian.", "I'm not vegetarian anymore.", "Is vegetarian.", "not vegetarian"),
+        ("Is vegetarian.", "I've decided to go fully pescatarian.", "Is vegetarian.", "pescatarian"),
         ("The user's manager is Priya.", "My new manager is Tom.", "Priya", "Tom"),
         ("Wakes up at 6am.", "I now wake up at 7am.", "6am", "7am"),
         ("用户住在北京。", "我搬到了上海。", "北京", "上海"),

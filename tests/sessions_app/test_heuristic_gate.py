@@ -646,3 +646,34 @@ def test_a_move_said_inside_another_sentence_is_a_fact():
 def test_gifts_for_someone_named_and_activities_kept_up(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        ("I've decided to go completely pescatarian. From Monday.", "Has decided to go completely pescatarian."),
+        ("I have decided to become a beekeeper.", "Has decided to become a beekeeper."),
+        ("I'm going keto from now on.", "Is going keto from now on."),
+        ("I have gone dairy-free.", "Has gone dairy-free."),
+        ("I've decided to go freelance.", "Has decided to go freelance."),
+        ("我决定从下周开始戒糖。", "用户决定从下周开始戒糖。"),
+        ("我决定不喝奶茶了。", "用户决定不喝奶茶了。"),
+    ],
+)
+def test_a_decision_to_take_up_a_way_of_living_is_a_fact(message: str, fact: str):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == ("UPDATE_USER", fact)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "I decided to go to the bakery.",
+        "I've decided to go with the red sofa.",
+        "I decided to turn off the lights.",
+        "I'm going to the cinema tonight.",
+        "I decided to go home early.",
+    ],
+)
+def test_a_decision_about_an_errand_or_a_choice_is_not(message: str):
+    assert classify_turn(message).decision == "NO_WRITE"
