@@ -401,8 +401,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         fake = self.server.fake
         length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if len(raw) < length:
+            # The client went away mid-request (a killed worker): nothing was asked, nothing is recorded or answered.
+            self.close_connection = True
+            return
         try:
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = json.loads(raw or b"{}")
         except ValueError:
             self._send(400, {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}})
             return
