@@ -3,8 +3,9 @@
 - A negation that names the old value: "Is not at Halvorsen Ltd anymore, joined Brightwave." takes back
   "Dev's name is Dev and works at Halvorsen Ltd."; "Doesn't ride the Vespa anymore." takes back "Bought a Vespa
   GTS."; "用户已经不喝咖啡了" takes back "用户喜欢喝咖啡"; "Zhou不再当老师了" takes back "Zhou的职业是老师。".
-  The line must be about the same person (the name a fact opens with, or the user) and not negate the value
-  itself.
+  The line must be about the same person (the name a fact opens with, or the user), not negate the value
+  itself, and hold it in the relation the fact negates: "Doesn't live in London anymore" takes back "Lives in
+  London", not "Has a sister in London", "Works at Acme in London" or "Loves the London Symphony Orchestra".
 - A job that ended and names no employer: "Retired last month.", "Mei已经退休了，不去公司上班了。" takes back the same
   person's lines that say where they work ("Mei是梅，华东物流有限公司的").
 - Food the person now accepts: "微辣现在可以接受" takes back "用户不吃辣…", "Can eat spicy food now." "Doesn't eat
@@ -22,7 +23,7 @@ from __future__ import annotations
 import re
 
 from reflection_site import memory_files
-from reflection_site.text import content_words
+from reflection_site.text import content_words, stem, stop_words, words
 
 _CAP = r"(?-i:[A-Z][\w&'-]*)"
 # "not at Halvorsen Ltd anymore", "no longer drives the Vespa", "doesn't work for Acme and Sons any more".
@@ -60,7 +61,7 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # 不去公司上班了。", "用户辞职了。" take back the lines of the same person that name where they work.
 _JOB_ENDED = re.compile(
     r"\b(?:retired|resigned|quit (?:(?:their|his|her|my|the) )?job|left (?:(?:their|his|her|my|the) )?job|"
-    r"(?:is|am) (?:now )?retired|no longer works?|(?:doesn't|does not) work anymore)\b(?!\s+(?:from\s+)?(?-i:[A-Z]))|"
+    r"(?:is|am) (?:now )?retired|no longer works?|(?:doesn't|does not) work anymore)\b(?!\s+(?:(?:from|at|for|with)\s+)?(?-i:[A-Z]))|"
     r"退休|辞职了|辞掉了?工作|离职了|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)",
     re.I,
 )
@@ -94,17 +95,60 @@ def _states(line: str, at: int) -> bool:
     return at >= 0 and not _NEGATION_BEFORE.search(line[max(0, at - 30) : at])
 
 
+# Someone else's, not the person's own: "Has a sister in London", "Her boss in Leeds".
+_KIN_BEFORE = re.compile(
+    r"\b(?:sister|brother|mother|mom|mum|father|dad|parents|friend|cousin|aunt|uncle|son|daughter|wife|husband|"
+    r"partner|colleague|boss|manager|kids?|children|grand(?:ma|pa|mother|father)|niece|nephew|in-laws)s?\b"
+    r"(?:\W+\w+){0,3}\W*$",
+    re.I,
+)
+# A value that runs on into a longer name is that name, not the value: "London" in "the London Symphony
+# Orchestra"; a company's legal form is part of the value ("Halvorsen Ltd").
+_LONGER_NAME = re.compile(r"\s+(?!(?:Ltd|GmbH|AG|SARL|SA|Inc|LLC|BV|NV|Corp|plc|Co)\b)(?-i:[A-Z])")
+_NEGATION_WORDS = frozenset({"n", "t", "not", "no", "longer", "never", "doesn", "don", "isn", "didn", "wasn", "aren"})
+# Having a thing, said with the verb of its use: own, have, bought, got, drive, ride, use, play.
+_HAVING = frozenset({"own", "hav", "has", "bou", "buy", "got", "dri", "rid", "use", "pla", "kee"})
+
+
+def _relation(said: str) -> list[str]:
+    """The verb a negation names before its value, stemmed: "n't live in " → live; "n't own the " → own (a verb of
+    having is kept though it is a stop word); "not at " → none."""
+    stop = stop_words()
+    stems = [stem(word) for word in words(said) if word not in _NEGATION_WORDS]
+    return [word for word in stems if word not in stop or word[:3] in _HAVING]
+
+
+def _same_relation(line: str, found: re.Match[str], relation: list[str]) -> bool:
+    """Whether ``line`` holds the negated value as the person's own, in the relation the fact negates: the verb of
+    "doesn't live in London anymore" (live) must stand in the line before the value ("Lives in London", not "Works
+    at Acme in London"); a value after a relative ("Has a sister in London") or inside a longer name ("Loves the
+    London Symphony Orchestra") is not the one negated."""
+    before = line[: found.start()]
+    if _KIN_BEFORE.search(before):
+        return False
+    if not relation:
+        return not _LONGER_NAME.match(line[found.end() :])
+    said = {stem(word)[:3] for word in words(before)}
+    negated = {word[:3] for word in relation}
+    if negated & _HAVING:  # "doesn't drive the Tesla anymore" takes back "Bought a Tesla Model 3".
+        negated |= _HAVING
+    return bool(negated & said)
+
+
 def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
     who = _subject(fact)
     stale: list[str] = []
     english = _NEGATED_VALUE_EN.search(fact) if _STILL_NEGATED_EN.search(fact) else None
+    relation = []
+    if english is not None:
+        relation = _relation(fact[english.start() : english.start("v")])
     chinese = _NEGATED_VALUE_ZH.search(fact)
     for line in lines:
         if _subject(line) != who:
             continue
         if english is not None:
             found = re.search(rf"(?<![\w-]){re.escape(english.group('v'))}(?![\w-])", line)
-            if found and _states(line, found.start()):
+            if found and _states(line, found.start()) and _same_relation(line, found, relation):
                 stale.append(line)
                 continue
         if chinese is not None:

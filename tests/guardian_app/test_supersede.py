@@ -8,6 +8,7 @@ import pytest
 from guardian_app.models import FileSnapshot, WriteGuardianAudit
 from guardian_app.write.rollback import rollback_write
 from guardian_app.write.supersede import attribute, superseded_lines
+from guardian_app.write.takeback import takeback_lines
 from sessions_app.heuristic_gate import classify_turn
 
 pytestmark = pytest.mark.django_db
@@ -185,6 +186,22 @@ def test_a_negation_naming_the_old_value_takes_back_the_line_that_states_it():
     assert superseded_lines("用户不再养兔子了。", "- 用户养了两只兔子。\n") == ["- 用户养了两只兔子。"]
     zh_memory = "- Lin的职业是老师。\n- Mei是老师。\n"
     assert superseded_lines("Lin已经退休了，不再当老师了。", zh_memory) == ["- Lin的职业是老师。"]
+
+
+def test_a_negation_takes_back_only_the_persons_own_line_in_the_relation_it_negates():
+    """The negated value alone is not enough: a relative's line, a longer name that holds the value, and a line in
+    another relation than the negated verb's keep their place."""
+    user = (
+        "- Lives in Porto.\n- Has a brother in Porto.\n- Works at Nortada in Porto.\n"
+        "- Loves the Porto Wine Festival.\n- Drives a Fiat Panda.\n- Works at Fiat Ltd.\n"
+    )
+    assert superseded_lines("Doesn't live in Porto anymore; moved to Braga.", user) == ["- Lives in Porto."]
+    assert superseded_lines("Is not in Porto anymore.", user) == ["- Lives in Porto.", "- Works at Nortada in Porto."]
+    assert superseded_lines("Doesn't own the Fiat anymore.", user) == ["- Drives a Fiat Panda."]
+    assert superseded_lines("Doesn't love the Fiat anymore.", user) == []
+    # A job ended with its employer named takes back that employer's line only (the attribute rule of supersede,
+    # which reads "left X and joined Y", still ends every employer line of the person).
+    assert takeback_lines("No longer works at Nortada.", user) == ["- Works at Nortada in Porto."]
 
 
 def test_a_loss_takes_back_the_line_naming_the_pet():
