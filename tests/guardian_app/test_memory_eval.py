@@ -127,3 +127,20 @@ def test_the_fifth_held_out_set_loads_with_its_promised_size_and_says_where_each
     sources = json.loads(CORPUS.with_name("v5_sources.json").read_text(encoding="utf-8"))
     assert [t["text"] for t in sources["turns"]] == [turn["text"] for turn in turns]
     assert all(session["expect"]["present"] and session["expect"]["once"] for session in sessions)
+
+
+def test_the_sixth_held_out_set_v6_loads_with_its_promised_size_and_says_where_each_turn_came_from():
+    """v6 is blind like v4 and v5: frozen before any replay, its figures not held in CI; this only checks the file
+    the builder froze (size, languages, speakers, every turn's source)."""
+    sessions = load_corpus(CORPUS.with_name("conversations_heldout_v6.jsonl"))
+    turns = [turn for session in sessions for turn in session["turns"]]
+    assert len(turns) >= 100 and {session["split"] for session in sessions} == {"heldout_v6"}
+    assert len({(turn["from"], turn["channel"]) for turn in turns}) >= 4 and turns[0]["from"] == "Kacper"
+    chinese = [turn for turn in turns if any("\u4e00" <= ch <= "\u9fff" for ch in turn["text"])]
+    assert chinese and len(chinese) < len(turns) / 2
+    labels = {turn["label"] for turn in turns}
+    assert {"update", "negation", "paraphrase", "other_fact", "other_rule", "poison", "secret", "smalltalk"} <= labels
+    assert all(turn["source"] for turn in turns)
+    sources = json.loads(CORPUS.with_name("v6_sources.json").read_text(encoding="utf-8"))
+    assert [t["text"] for t in sources["turns"]] == [turn["text"] for turn in turns]
+    assert all(session["expect"]["present"] and session["expect"]["once"] for session in sessions)
