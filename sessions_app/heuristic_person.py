@@ -60,6 +60,19 @@ def _pronoun(person: Person, kind: str, named: set[int]) -> str:
     return person.object if kind == "object" else person.possessive
 
 
+# What "our" owns in a person's life rather than a team's: "our daughter", "our two cats", "our new flat".
+HOUSEHOLD = frozenset(
+    "daughter daughters son sons kid kids child children baby babies twins girl boy dog dogs cat cats pet pets puppy kitten "
+    "house home flat apartment garden family parents wedding anniversary marriage car neighbours neighbors".split()
+)
+
+
+def _owns_household(tokens: list[str], index: int) -> bool:
+    """Whether one of the three words after ``tokens[index]`` ("our two cats", "our new flat") is of the household."""
+    following = [re.sub(r"[^\w'-]", "", token).lower() for token in tokens[index + 1 :] if token.strip()]
+    return any(word in HOUSEHOLD for word in following[:3])
+
+
 def rewrite(
     text: str,
     *,
@@ -74,7 +87,8 @@ def rewrite(
     conjugate_next = False
     previous: str | None = None
     previous_ended_clause = True
-    for token in re.split(r"(\s+)", protected):
+    tokens = re.split(r"(\s+)", protected)
+    for index, token in enumerate(tokens):
         if not token or token.isspace():
             out.append(token)
             continue
@@ -101,6 +115,9 @@ def rewrite(
         elif plural and lower == "we":
             replacement, conjugate_next = plural.subject, True
             named.add(id(plural))
+        elif first and lower == "our" and _owns_household(tokens, index):
+            # "our daughter", "our flat": the user's household, not the team's.
+            replacement = _pronoun(first, "possessive", named)
         elif plural and core in ("us", "our", "ours", "ourselves", "Our"):
             kind = {"us": "object", "ourselves": "reflexive"}.get(lower, "possessive")
             replacement = _pronoun(plural, kind, named)

@@ -30,7 +30,7 @@ from django.conf import settings
 
 from guardian_app.write.similarity import find_paraphrase
 from guardian_app.write.supersede import attribute, restated_line, superseded_lines
-from guardian_app.write.takeback import is_forget_request, with_past_job
+from guardian_app.write.takeback import is_forget_request, kept_household, with_past_job
 from reflection_site import memory_files
 from reflection_site import text as text_
 from reflection_site.poisoning import hold_reason
@@ -353,7 +353,8 @@ def review_fact(
         return GuardianVerdict("refuse", f"the file already says this in other words: {restated.strip()[:200]}")
     stale = [line for line in superseded_lines(text, content) if content.count(line) == 1]
     if stale:
-        edits = [{"op": "replace", "find": stale[0], "text": f"- {with_past_job(text, stale)}"}]
+        household = "".join(f"\n- {line}" for line in kept_household(stale) if line not in content)
+        edits = [{"op": "replace", "find": stale[0], "text": f"- {with_past_job(text, stale)}{household}"}]
         edits += [{"op": "delete", "find": line} for line in stale[1:]]
         shown = "; ".join(_BULLET_RE.sub("", line).strip()[:120] for line in stale)
         return GuardianVerdict(

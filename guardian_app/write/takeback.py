@@ -227,6 +227,30 @@ def with_past_job(fact: str, stale: list[str]) -> str:
     return f"{fact.rstrip('.')} (previously: {old[:1].lower()}{old[1:]})."
 
 
+# A home said with the people it is shared with: "Lives in Leeds with their wife and two kids.", "Dev lives in Oslo
+# with his partner Ana." A move replaces the home; the household is kept as a line of its own.
+_HOME_WITH = re.compile(
+    r"^(?P<who>(?:(?-i:[A-Z])[\w' -]{0,40}?\s+)?)(?P<verb>lives?|is living|resides?)\s+in\s+[^,;]+?\s+with\s+"
+    r"(?P<company>(?:(?:their|his|her|the user's|two|three|four|a|an)\s+)?"
+    r"(?:partner|wife|husband|spouse|girlfriend|boyfriend|fianc\w*|kids?|children|daughters?|sons?|family|parents|"
+    r"mother|father|mum|mom|dad|flatmates?|roommates?|housemates?|dogs?|cats?|(?-i:[A-Z])\w+)\b[^;]*?)\W*$",
+    re.I,
+)
+
+
+def kept_household(stale: list[str]) -> list[str]:
+    """What a replaced home line said besides the home: "Lives in Leeds with their wife and two kids." gives "Lives
+    with their wife and two kids.", so a move does not take the household with it."""
+    kept = []
+    for line in stale:
+        match = _HOME_WITH.match(_BULLET.sub("", line).strip())
+        if match is None:
+            continue
+        verb = "Lives" if not match.group("who") else "lives"
+        kept.append(f"{match.group('who')}{verb} with {match.group('company')}.")
+    return kept
+
+
 # "my old street address": "old" says which of them, not what; "street" (or "home", "postal") is a kind of address
 # a line may not name ("The user's address at the new place is …").
 _OLD = frozenset({"old", "previous", "former", "earlier"})

@@ -341,3 +341,25 @@ def test_a_request_to_forget_an_old_address_keeps_the_newest(write, user_md):
     text = user_md.read_text()
     assert "Rua Nova" not in text
     assert "Kade 12" in text
+
+
+@pytest.mark.parametrize(
+    ("old", "message", "household"),
+    [
+        ("Lives in Leeds with their wife and two kids.", "I moved to York.", "Lives with their wife and two kids."),
+        (
+            "Lives in Ghent with their partner Noor and their son Ilyas.",
+            "We just moved to Bruges.",
+            "Lives with their partner Noor and their son Ilyas.",
+        ),
+    ],
+)
+def test_a_move_keeps_the_household_the_old_home_line_named(write, user_md, old, message, household):
+    user_md.write_text(f"## Profile\n\n- {old}\n")
+    verdict = classify_turn(message)
+    audit = write(verdict.candidate_fact)
+    text = user_md.read_text()
+    assert audit.status == Status.WRITTEN, audit.reason
+    assert f"- {household}" in text
+    assert old.split(" with ")[0].split()[-1] not in text  # The old town is gone.
+    assert text.count("\n- ") == 2

@@ -677,3 +677,9 @@ def test_a_decision_to_take_up_a_way_of_living_is_a_fact(message: str, fact: str
 )
 def test_a_decision_about_an_errand_or_a_choice_is_not(message: str):
     assert classify_turn(message).decision == "NO_WRITE"
+
+
+def test_our_before_a_household_noun_is_the_users():
+    fact = classify_turn("I live in Tartu with my partner Liis and our daughter Mari.").candidate_fact
+    assert fact == "Lives in Tartu with their partner Liis and their daughter Mari."
+    assert "the team's" not in (classify_turn("I live in Tartu with our two cats.").candidate_fact or "")
