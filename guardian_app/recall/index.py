@@ -332,6 +332,10 @@ def index_workspace(
         params = _chunking_params()
         rechunk = rebuild or any(meta.get(k) != v for k, v in params.items())
         carried = _start_over(meta, params) if rechunk else defaultdict(list)
+        if rechunk:
+            # Starting over dropped every chunk, the other files' and the transcripts' too: index them all now,
+            # not at the next full run (a first one-file run on a new install would leave recall half empty).
+            paths = None
         sources, known, vanished = _sources(root, paths)
         writer = ChunkWriter(report, current_config())
         for done, source in enumerate(sources, start=1):

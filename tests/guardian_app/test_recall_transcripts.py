@@ -76,6 +76,25 @@ def test_new_turns_are_indexed_without_reading_the_workspace(write_md: Callable[
     assert origins == {"memory", "transcript"}
 
 
+def test_a_one_file_run_that_starts_over_indexes_everything_again(write_md: Callable[[str, str], Path], settings):
+    """The first index run of a new install may be the one-file run after a write; starting over drops every
+    chunk, so that run indexes the other files and the transcripts too instead of leaving them to the next
+    full run. Found by the PostgreSQL end-to-end test, where the transcript vanished for a minute."""
+    from sessions_app.models import ConversationSession, ConversationTurn
+
+    write_md("USER.md", "# User\n\n- Keeps the kayak at the Askim marina.\n")
+    write_md("TOOLS.md", "# Tools\n\n- The kayak trailer key hangs in the shed.\n")
+    session = ConversationSession.objects.create(id="telegram:mara", channel_id="telegram")
+    ConversationTurn.objects.create(session=session, turn_number=1, user_message_content="Where is the kayak?")
+    assert index_new_turns().chunks_added == 1  # Transcripts first, as after a gate decision; no chunking meta yet.
+    for run in range(2):
+        if run:
+            settings.RECALL_CHUNK_TOKENS = 64  # Changed chunking starts over the same way.
+        index_workspace(paths=["USER.md"])
+        paths = {r.path for r in recall("kayak", mode="keyword", now=timezone.now()).results}
+        assert paths == {"USER.md", "TOOLS.md", "sessions/telegram:mara"}, run
+
+
 def _one_file_and_one_turn(write_md: Callable[[str, str], Path]) -> None:
     from sessions_app.models import ConversationSession, ConversationTurn
 
