@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 
 from sessions_app import heuristic_rules as rules
-from sessions_app.heuristic_person import AGENT_IT, expand, rewrite
+from sessions_app.heuristic_person import AGENT_IT, expand, is_household, rewrite
 from sessions_app.heuristic_reading import Finding, finish_en, write_finding
 from sessions_app.heuristic_rules import NO_WRITE
 
@@ -227,9 +227,10 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
     if rules.ONE_OFF_EN.match(clause):
         return Finding(NO_WRITE, None, "A request for now, not a lasting preference.", 0.7)
     matched: tuple[str, float] | None = None
-    if (match := rules.MY_EN.match(clause)) and (rules.MY_DURABLE | rules.EVENT_NOUNS) & {
-        w.lower().removesuffix("'s") for w in match.group("np").split()
-    }:
+    if (match := rules.MY_EN.match(clause)) and any(
+        is_household(word) if match.group("det").lower() == "our" else word in rules.MY_DURABLE | rules.EVENT_NOUNS
+        for word in {w.lower().removesuffix("'s") for w in match.group("np").split()}
+    ):
         matched = ("a fact about the user's life", 0.75)
     else:
         for label, pattern, confidence in rules.USER_RULES_EN:
@@ -252,6 +253,8 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
     if rules.TRANSIENT_EN.search(clause) and not rules.LIFE_CHANGE_EN.search(clause):
         # "I moved to Bristol today" stays true after today; "I'm tired today" does not.
         return Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)
+    if match and "pronoun" in match.re.groupindex and match.group("pronoun"):  # "It is a cat named Keijo."
+        clause = "I have " + clause[match.end("be") :]
     if re.match(r"^we\s", clause, re.I):  # "we adopted a puppy": the household's, written as the user's.
         clause = "I " + clause[3:]
     return write_finding("UPDATE_USER", _user_fact_en(clause), f"About the user: {matched[0]}.", matched[1])

@@ -63,14 +63,23 @@ def _pronoun(person: Person, kind: str, named: set[int]) -> str:
 # What "our" owns in a person's life rather than a team's: "our daughter", "our two cats", "our new flat".
 HOUSEHOLD = frozenset(
     "daughter daughters son sons kid kids child children baby babies twins girl boy dog dogs cat cats pet pets puppy kitten "
-    "house home flat apartment garden family parents wedding anniversary marriage car neighbours neighbors".split()
+    "house home flat apartment garden family parents wedding anniversary marriage car neighbours neighbors address "
+    "landlord landlady neighbourhood neighborhood".split()
 )
+
+
+_PET = re.compile(rf"^(?:{rules.PETS})$", re.I)
+
+
+def is_household(word: str) -> bool:
+    """ "daughter", "flat", "parrot": a word of the household, so "our" before it is the user's, not a team's."""
+    return word.lower() in HOUSEHOLD or bool(_PET.match(word))
 
 
 def _owns_household(tokens: list[str], index: int) -> bool:
     """Whether one of the three words after ``tokens[index]`` ("our two cats", "our new flat") is of the household."""
     following = [re.sub(r"[^\w'-]", "", token).lower() for token in tokens[index + 1 :] if token.strip()]
-    return any(word in HOUSEHOLD for word in following[:3])
+    return any(is_household(word) for word in following[:3])
 
 
 def rewrite(

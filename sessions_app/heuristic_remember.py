@@ -133,8 +133,11 @@ def resolve_bare_remember(previous: str | None, context: Sequence[tuple[str, str
 # A request to forget something of the user's: "For privacy reasons, please delete my phone number from your
 # notes.", "请把我的手机号从记忆里删掉。". The guardian takes back the lines that state it (``guardian_app.write.takeback``).
 _FORGET_EN = re.compile(
-    r"^(?:[^,]{1,40},\s*)?(?:please\s+|kindly\s+)?(?:forget|remove|delete|erase|drop|wipe)\s+(?:my|our)\s+"
-    r"(?P<what>[\w' -]{2,40}?)(?:\s+(?:from|out of)\s+(?:your\s+)?(?:memory|memories|records?|notes|files?))?"
+    r"^(?:[^,]{1,40},\s*)?(?:please\s+|kindly\s+)?(?:forget|remove|delete|erase|drop|wipe)\s+(?:my|our|(?:the|that)\s+"
+    # "the address I gave you": a personal detail the user gave, not any thing ("delete the file I sent you").
+    r"(?=(?:[\w-]+\s+){0,2}?(?:address|number|phone|email|e-mail|birthday|details|info|information)\s+I\s))\s*"
+    r"(?P<what>[\w' -]{2,40}?)(?:\s+I\s+(?:gave|told|sent|shared with|mentioned to)(?:\s+you)?(?:\s+(?:about|earlier|before))?)?"
+    r"(?:\s+(?:from|out of)\s+(?:your\s+)?(?:memory|memories|records?|notes|files?))?"
     # A reason after it: "…, I don't live there any more and don't want it kept."
     r"(?:\s+(?:immediately|now|please|for good|right away))?(?:\s*[,;\u2014\u2013]\s*I\b[^.!?]*)?\s*[.!]*$",
     re.I,

@@ -481,6 +481,20 @@ JOB_ENDED = re.compile(
     re.I,
 )
 PREFERENCE_REASON = "About the user: a stated preference."
+PETS = (
+    r"dogs?|cats?|pupp(?:y|ies)|kittens?|kitt(?:y|ies)|rabbits?|bunn(?:y|ies)|hamsters?|guinea pigs?|gerbils?|mice|"
+    r"mouse|rats?|ferrets?|parrots?|budgies?|budgerigars?|cockatiels?|canar(?:y|ies)|birds?|tortoises?|turtles?|"
+    r"lizards?|geckos?|iguanas?|snakes?|pythons?|horses?|pon(?:y|ies)|donkeys?|goldfish|fish|hens?|chickens?|ducks?|"
+    r"goats?|pigs?|sheep|alpacas?|axolotls?|tabby|labrador|retriever|collie|terrier|spaniel|poodle|beagle|husky|"
+    r"dachshund|greyhound|whippet|pug|corgi|schnauzer|shepherd|siamese|persian|sphynx|ragdoll|maine coon"
+)
+PET_EN = re.compile(
+    rf"^(?:(?:I|we)\s+{ADV}(?:(?:just|recently|finally|now|also)\s+)*(?:have|have got|adopted|rescued|got|"
+    r"brought home|took in|bought|own)\s+|(?P<pronoun>it|she|he)(?P<be>\s+is\s+|['\u2019]s\s+))"
+    r"(?:a|an|one|two|three|our|my|another)\s+(?:[^.;!?]{0,40}?\s)??(?:" + PETS + r")\b[^.;!?]{0,40}?"
+    r"\b(?:named|called|(?:his|her|its|their) names? (?:is|are))\s+(?-i:[A-Z\u4e00-\u9fff])",
+    re.I,
+)
 USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (CHANGE_LABEL, CHANGE_EN, 0.75),
     ("the user's routine", ROUTINE_EN, 0.7),
@@ -521,6 +535,10 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
         ),
         0.75,
     ),
+    # A pet and its name, said with the household ("we adopted a second cat, a grey one called Pauliina"), with
+    # its name in a clause of its own ("we got a puppy, his name is Bruno") or with a pronoun for the animal the
+    # conversation is about ("It is a cat named Keijo"; an animal with a name is the speaker's pet).
+    ("the user's pet", PET_EN, 0.75),
     # Possessions and pets said with other verbs: "I have a beagle named Otto", "we rescued a kitten called Miso",
     # "I bought a Honda Civic", "I own a piano".
     (
@@ -624,7 +642,7 @@ EVENT_NOUNS = frozenset(
     "sessions class lesson lessons check-up checkup surgery hearing date dinner lunch".split()
 )
 MY_EN = re.compile(
-    r"^my\s+(?P<np>[\w' -]{1,40}?)\s+(?:is|are|was|were|has|have|lives|live|works|work|likes|like|loves|love|"
+    r"^(?P<det>my|our)\s+(?P<np>[\w' -]{1,40}?)\s+(?:is|are|was|were|has|have|lives|live|works|work|likes|like|loves|love|"
     r"hates|goes|studies|turns|just turned)\b",
     re.I,
 )

@@ -221,6 +221,7 @@ def test_a_loss_takes_back_the_line_naming_the_pet():
             "4471",
         ),
         ("用户的住址是和平路3号。", "请把我的住址从记忆里删掉。", "和平路"),
+        ("The user's new address is 12 Elm Row, Leith.", "Please forget the address I gave you.", "Elm Row"),
     ],
 )
 def test_a_request_to_forget_takes_back_the_line(write, user_md, old, message, gone):

@@ -683,3 +683,61 @@ def test_our_before_a_household_noun_is_the_users():
     fact = classify_turn("I live in Tartu with my partner Liis and our daughter Mari.").candidate_fact
     assert fact == "Lives in Tartu with their partner Liis and their daughter Mari."
     assert "the team's" not in (classify_turn("I live in Tartu with our two cats.").candidate_fact or "")
+
+
+# --- v6 classes (issue 21): our own examples, not the set's sentences ---------------------------------------------
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        ("It's a rabbit called Biscuit.", "Has a rabbit called Biscuit."),
+        ("He is a golden retriever named Bo.", "Has a golden retriever named Bo."),
+        ("We rescued two kittens last spring, a black one called Soot and a white one called Ash.", None),
+        ("We got a hamster in May, her name is Pip.", "Got a hamster in May, her name is Pip."),
+        ("Our parrot is called Captain.", "The user's parrot is called Captain."),
+    ],
+)
+def test_a_pet_with_a_name_is_the_users(message: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert verdict.decision == "UPDATE_USER", verdict
+    if fact is not None:
+        assert verdict.candidate_fact == fact
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "He is a nurse called Tom.",  # A person, not a pet: whose, the sentence does not say.
+        "It is a car named Betsy.",
+        "She's a teacher named Anna.",
+        "Our standup is at nine.",  # "our" before a noun of the team, not of the household.
+    ],
+)
+def test_a_named_person_or_thing_said_with_a_pronoun_is_not_a_pet(message: str):
+    assert classify_turn(message).decision == "NO_WRITE"
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        ("Our new address is 12 Elm Row, Leith.", "The user's new address is 12 Elm Row, Leith."),
+        ("Our landlord is Mr Okafor.", "The user's landlord is Mr Okafor."),
+    ],
+)
+def test_our_address_and_landlord_are_the_users(message: str, fact: str):
+    assert classify_turn(message).candidate_fact == fact
+
+
+@pytest.mark.parametrize(
+    ("message", "what"),
+    [
+        ("Please delete the address I gave you, I'd rather it wasn't stored anywhere.", "address"),
+        ("Forget the phone number I told you about.", "phone number"),
+        ("Please remove that email I gave you earlier.", "email"),
+    ],
+)
+def test_a_request_to_forget_the_detail_the_user_gave(message: str, what: str):
+    assert classify_turn(message).candidate_fact == f"Asked the agent to forget their {what}."
+
+
+def test_deleting_a_thing_that_is_not_a_personal_detail_is_not_a_request_to_forget():
+    assert classify_turn("Please delete the file I sent you.").decision == "NO_WRITE"
