@@ -144,3 +144,21 @@ def test_the_sixth_held_out_set_v6_loads_with_its_promised_size_and_says_where_e
     sources = json.loads(CORPUS.with_name("v6_sources.json").read_text(encoding="utf-8"))
     assert [t["text"] for t in sources["turns"]] == [turn["text"] for turn in turns]
     assert all(session["expect"]["present"] and session["expect"]["once"] for session in sessions)
+
+
+def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where_each_turn_came_from():
+    """v7 is blind like v4-v6: frozen before any replay, its figures not held in CI; this only checks the file the
+    builder froze (size, languages, speakers, every turn's source)."""
+    sessions = load_corpus(CORPUS.with_name("conversations_heldout_v7.jsonl"))
+    turns = [turn for session in sessions for turn in session["turns"]]
+    assert len(turns) >= 100 and len(sessions) >= 10 and {session["split"] for session in sessions} == {"heldout_v7"}
+    assert len({(turn["from"], turn["channel"]) for turn in turns}) >= 4 and turns[0]["from"] == "Emre"
+    chinese = [turn for turn in turns if any("\u4e00" <= ch <= "\u9fff" for ch in turn["text"])]
+    assert 25 <= len(chinese) < len(turns) / 2
+    labels = {turn["label"] for turn in turns}
+    assert {"update", "negation", "paraphrase", "other_fact", "other_rule", "poison", "secret", "smalltalk"} <= labels
+    assert all(turn["source"] for turn in turns)
+    sources = json.loads(CORPUS.with_name("v7_sources.json").read_text(encoding="utf-8"))
+    assert [t["text"] for t in sources["turns"]] == [turn["text"] for turn in turns]
+    assert all(session["expect"]["present"] and session["expect"]["once"] for session in sessions)
+    assert sum(len(session["expect"]["present"]) for session in sessions) >= 120
