@@ -212,7 +212,7 @@ def _user_fact_en(clause: str) -> str:
 
 
 def user_en(clause: str, *, greeted: bool) -> Finding | None:
-    clause = rules.FUTURE_LEAD_EN.sub("", expand(clause))
+    clause = rules.WE_HOUSEHOLD_EN.sub("I ", rules.FUTURE_LEAD_EN.sub("", expand(clause)))
     if match := rules.CALL_ME_EN.match(clause):
         return write_finding(
             "UPDATE_USER",

@@ -417,7 +417,7 @@ LIFE_CHANGE_EN = re.compile(rf"\b(?:{LIFE_CHANGE_VERBS})", re.I)
 # An update or a negation of something the user said before (the guardian replaces the old line).
 CHANGE_EN = re.compile(
     rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:switched|changed|moved|relocated|started|joined|quit|"
-    r"left|gave up|stopped|dropped|ditched|swapped|traded|became|retired|resigned|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
+    r"left|gave up|stopped|dropped|ditched|swapped|traded|sold|gave away|got rid of|donated|scrapped|became|retired|resigned|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
     # A decision to take up a way of living, said before it shows: "I've decided to go fully vegan", "I have
     # decided to become a freelancer", "I'm going vegetarian from now on", "I have gone gluten-free".
     rf"^I\s+(?:have\s+)?(?:finally\s+)?decided\s+to\s+(?:(?:go|turn)\s+{FULLY}(?:{DIETS}|{WORK_MODES})\b|"
@@ -459,6 +459,15 @@ VAGUE_EN = re.compile(
     r"(?:project|thing|things|stuff|something|anything|it|this|that|work)\s*[.!]*$",
     re.I,
 )
+# "We live in Gdynia", "We don't live in Gdynia anymore", "We sold the van": the household's home and what it
+# owns, said by the user, are the user's (read as "I …"); what a team does ("we use Jira", "we shipped") is not.
+WE_HOUSEHOLD_EN = re.compile(
+    rf"(?:^|(?<=[,;]\s))we\s+(?={ADV}(?:(?:do not|don't|no longer|now|just|finally|recently|still|have|have now)\s+)*"
+    r"(?:live|lived|living|(?:moved|relocated)\s+(?:(?:back|over|away|out)\s+)?(?:to|into|in|abroad|house|home|away|out|"
+    r"here)|rent|own|sold|gave away|got rid of|adopted|rescued|bought a (?:house|flat|home|"
+    r"car|van|cottage|apartment))\b)",
+    re.I,
+)
 CHANGE_LABEL = "a change to something the user said before"
 # "工作室改成周三和周四去了，周二和周五不去了": after the new value, the old one said as no longer adds nothing
 # (the guardian replaces the old line) and would read, beside the new one, as if it still held.
@@ -471,7 +480,8 @@ CHANGE_REASON = f"About the user: {CHANGE_LABEL}."
 # A move said inside another sentence or by the household: "They don't care that I'm moving to Tarbes.", "We moved
 # to Tarbes." (read as the user's own move: "I moved to Tarbes.").
 MOVE_CLAUSE_EN = re.compile(
-    r"(?:^|\b(?:that|now that|since|because|as)\s+)(?:I|we)\s+(?:(?:am|are|have|just|finally|recently|officially)\s+)*"
+    r"(?:^|[,;\u2014\u2013]\s*(?:and\s+|so\s+)?|\b(?:that|now that|since|because|as)\s+)(?:I|we)\s+"
+    r"(?:(?:am|are|have|just|finally|recently|officially)\s+)*"
     r"(?P<verb>moving|moved|relocating|relocated)\s+to\s+(?P<place>(?-i:[A-Z])[^.,;!?]*)",
     re.I,
 )

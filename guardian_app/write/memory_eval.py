@@ -144,13 +144,20 @@ def _contains(text: str, needle: str) -> bool:
 
 
 # A line that names an old value as past ("Left Wise and joined Revolut.", "Switched from vim to Emacs.",
-# "不再吃素") does not state it as current.
-_AS_PAST = r"(?:\b(?:left|quit|from|previously|formerly|no longer|used to|instead of|rather than)\b|不再|已经不|以前)"
+# "Sold the Vespa.", "不再吃素") does not state it as current.
+_AS_PAST = (
+    r"(?:\b(?:left|quit|from|previously|formerly|no longer|used to|instead of|rather than|sold|gave away|got rid of)\b|"
+    r"不再|已经不|以前)"
+)
 
 
 # A value negated within two words before it ("Is not vegetarian.", "Doesn't drink two coffees", "not vegetarian
 # or pescatarian") is not stated as current either; a clause break (";", ",") ends the reach of the "not".
-_NEGATED = re.compile(r"(?:\b(?:not|never)|n't)\s+(?:[\w-]+\s+){0,2}$", re.IGNORECASE)
+_NEGATED = re.compile(
+    # "不在Gole, Dutt and Chakraborty了", "不住台中了", "没有猫了": the Chinese "not" right before the value.
+    r"(?:\b(?:not|never)|n't)\s+(?:[\w-]+\s+){0,2}$|(?:不|没有?)(?:在|是|住在?|用|做|当|养|练|去|值)?$",
+    re.IGNORECASE,
+)
 
 
 def _stated_as_current(text: str, needle: str) -> bool:

@@ -11,6 +11,8 @@
 - Food the person now accepts: "微辣现在可以接受" takes back "用户不吃辣…", "Can eat spicy food now." "Doesn't eat
   spicy food.".
 - A loss: "Biscuit passed away in June; adopted a kitten." takes back "Has a beagle named Biscuit."
+- Something given up: "Sold the Brompton." takes back "Bought a second-hand Brompton last week."; "用户把自行车卖了。"
+  takes back "用户有一辆自行车。".
 - A request to forget: "Asked the agent to forget their home address." takes back the lines that state the
   home address ("The user's home address is …"), and "用户要求忘掉自己的住址。" those that state 住址.
 
@@ -170,6 +172,43 @@ def _lost_lines(fact: str, lines: list[str]) -> list[str]:
     return [line for line in lines if named.search(line) and not _LOSS.search(line)]
 
 
+# Something the person no longer has: "Sold the Brompton, …", "Gave away our old piano.", "用户把自行车卖了。" take back
+# the same person's lines that have it ("Bought a second-hand Brompton …", "Owns a piano", "用户有一辆自行车").
+_KIN_ZH = re.compile(
+    r"(?:姐姐|哥哥|妹妹|弟弟|妈妈|母亲|爸爸|父亲|父母|朋友|同事|老婆|老公|妻子|丈夫|儿子|女儿|孩子|阿姨|叔叔|舅舅|姑姑|邻居)[^，。；]{0,2}$"
+)
+_DISPOSED_EN = re.compile(
+    r"\b(?:sold|gave away|got rid of|donated|scrapped|traded in)\s+(?:(?:the|my|our|their|his|her|a|an)\s+)?"
+    r"(?P<thing>[\w'-]+(?:\s+(?!(?:to|for|on|in|at|last|this|yesterday|because|since|and|as)\b)[\w'-]+){0,3})",
+    re.I,
+)
+_DISPOSED_ZH = re.compile(
+    r"把(?P<thing>[\u4e00-\u9fff]{1,6}?)(?:卖|送人|送给[\u4e00-\u9fff]{1,4}|扔|处理)(?:掉)?了|卖掉了(?P<thing2>[\u4e00-\u9fff]{1,6}?)(?:[，。,.]|$)"
+)
+
+
+def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
+    if match := _DISPOSED_EN.search(fact):
+        head = match.group("thing").split()[-1]
+        has = re.compile(
+            rf"\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?)\b[^.;]{{0,40}}?\b{re.escape(head)}\b", re.I
+        )
+    elif match := _DISPOSED_ZH.search(fact):
+        thing = re.sub(r"^(?:我的|我们的|那辆|那台|那个|旧)", "", match.group("thing") or match.group("thing2"))
+        has = re.compile(rf"(?:有|买了?|养了?|骑|开)[^，。；]{{0,6}}?{re.escape(thing[-2:])}")
+    else:
+        return []
+    who = _person(fact)
+
+    def holds(line: str) -> bool:  # The person's own, not a relative's ("The user's sister has a Vespa").
+        found = has.search(line)
+        return found is not None and not (
+            _KIN_BEFORE.search(line[: found.start()]) or _KIN_ZH.search(line[: found.start()])
+        )
+
+    return [line for line in lines if _person(line) == who and holds(line) and not _DISPOSED_EN.search(line)]
+
+
 def _job_lines(fact: str, lines: list[str]) -> list[str]:
     if not _JOB_ENDED.search(fact):
         return []
@@ -278,5 +317,5 @@ def takeback_lines(fact: str, content: str) -> list[str]:
     """The lines of ``content`` that ``fact`` takes back (see the module docstring), in file order."""
     lines = _lines(content)
     found = set(_negated_value_lines(fact, lines)) | set(_forgotten_lines(fact, lines)) | set(_lost_lines(fact, lines))
-    found |= set(_job_lines(fact, lines)) | set(_accepted_lines(fact, lines))
+    found |= set(_job_lines(fact, lines)) | set(_accepted_lines(fact, lines)) | set(_disposed_lines(fact, lines))
     return [line for line in lines if line in found and _BULLET.sub("", line).strip() != fact.strip()]

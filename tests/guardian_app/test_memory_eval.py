@@ -162,3 +162,23 @@ def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where
     assert [t["text"] for t in sources["turns"]] == [turn["text"] for turn in turns]
     assert all(session["expect"]["present"] and session["expect"]["once"] for session in sessions)
     assert sum(len(session["expect"]["present"]) for session in sessions) >= 120
+
+
+@pytest.mark.parametrize(
+    ("line", "value", "current"),
+    [
+        ("- Owns a Vespa.", "Vespa", True),
+        ("- Sold the Vespa, the user wasn't riding it enough.", "Vespa", False),
+        ("- Doesn't live in Leith anymore.", "Leith", False),
+        ("- Left Wise and joined Revolut.", "Wise", False),
+        ("- 用户现在在华信公司上班，不在恒通物流了。", "恒通物流", False),
+        ("- 用户现在在华信公司上班，不在恒通物流了。", "华信公司", True),
+        ("- 用户不住台中了。", "台中", False),
+        ("- 用户住在台中。", "台中", True),
+        ("- 用户不再练太极拳了。", "太极", False),
+    ],
+)
+def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: str, value: str, current: bool):
+    from guardian_app.write.memory_eval import _stated_as_current
+
+    assert _stated_as_current(line, value) is current

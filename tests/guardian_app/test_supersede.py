@@ -364,3 +364,51 @@ def test_a_move_keeps_the_household_the_old_home_line_named(write, user_md, old,
     assert f"- {household}" in text
     assert old.split(" with ")[0].split()[-1] not in text  # The old town is gone.
     assert text.count("\n- ") == 2
+
+
+# --- v6 classes (issue 21): our own examples ------------------------------------------------------------------------
+HOLDINGS = (
+    "- Bought a second-hand Vespa in 2023.\n- Owns a piano and a Fiat Panda.\n- The user's sister has a Vespa.\n"
+    "- Loves the Vespa museum in Pontedera.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("fact", "stale"),
+    [
+        ("Sold the Vespa, the user wasn't riding it enough.", ["- Bought a second-hand Vespa in 2023."]),
+        ("Gave away the piano to a school.", ["- Owns a piano and a Fiat Panda."]),
+        ("Got rid of the old Fiat Panda last week.", ["- Owns a piano and a Fiat Panda."]),
+        ("Sold the bike.", []),  # Nothing of the user's says bike.
+    ],
+)
+def test_something_given_up_takes_back_the_users_line_that_has_it(fact: str, stale: list[str]):
+    assert takeback_lines(fact, HOLDINGS) == stale  # Never the sister's Vespa, never the museum.
+
+
+def test_something_given_up_in_chinese_takes_back_the_line_that_has_it():
+    content = "- 用户有一辆折叠自行车。\n- 用户的姐姐有一辆自行车。\n"
+    assert takeback_lines("用户把折叠自行车卖了。", content) == ["- 用户有一辆折叠自行车。"]
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        (
+            "We don't live in Leith anymore, we moved to Perth last month.",
+            "Doesn't live in Leith anymore, the user moved to Perth last month.",
+        ),
+        ("The flat was too small, so we moved to Dundee.", "Moved to Dundee."),
+        ("We don't live in Leith anymore.", "Doesn't live in Leith anymore."),
+        ("I sold the Vespa, it was always in the garage.", "Sold the Vespa, it was always in the garage."),
+        ("We sold the Vespa last spring.", "Sold the Vespa last spring."),
+    ],
+)
+def test_a_household_move_and_a_sale_are_the_users_changes(write, user_md, message: str, fact: str):
+    user_md.write_text("## Notes\n\n- Lives in Leith.\n- Bought a second-hand Vespa in 2023.\n")
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == ("UPDATE_USER", fact)
+    assert write(fact).status == Status.WRITTEN
+    text = user_md.read_text()
+    assert ("Lives in Leith" in text) == ("Vespa" in message)
+    assert ("Bought a second-hand Vespa" in text) == ("Vespa" not in message)
