@@ -754,7 +754,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         # A meeting or a weekly place moved to another day or hour: "周会改到周四上午十点了", "健身房改成周一和周三去了".
         CHANGE_LABEL,
         re.compile(
-            rf"^(?:我的?)?[^，。；,;？?]{{0,6}}?(?:会|课|面试|复诊|约|{ZH_WEEKLY_PLACES})[^，。；,;？?]{{0,8}}?"
+            rf"^(?:我的?)?[^，。；,;？?]{{0,6}}?(?:会|课|面试|复诊|约|班|训练|练习|排练|{ZH_WEEKLY_PLACES})[^，。；,;？?]{{0,8}}?"
             r"(?:改到|改成|挪到|推迟到|提前到|调到|换到|换成)了?(?:每)?[^，。；,;？?]{0,12}?(?:周|星期|礼拜|月|号|日|点|上午|下午|晚上)"
         ),
         0.7,
@@ -772,11 +772,21 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         CHANGE_LABEL,
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS}|前不久)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|"
-            r"辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了$|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
+            r"辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了(?:$|[，,])|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
             # A decision to take up or give up a way of eating: "我决定吃素", "我决定从明天开始戒酒".
             r"决定(?:要)?(?:从.{1,6}?(?:开始|起))?(?:开始)?(?:吃素|吃全素|戒|不再|不吃|不喝|改吃))"
         ),
         0.75,
+    ),
+    (
+        # A habit given up and the one that took its place, said object first: "太极拳不练了，现在改成每天早上去游泳",
+        # "咖啡不喝了，改喝茶了".
+        CHANGE_LABEL,
+        re.compile(
+            r"^(?!我)[\u4e00-\u9fff]{1,6}?(?:不再|已经不|不)[\u4e00-\u9fff]了[，,](?:现在|如今|最近)?(?:都)?"
+            r"(?:改成|改为|换成|改)[^，。；,;？?]{1,16}"
+        ),
+        0.7,
     ),
     (
         # A move or a new job after other steps: "我收拾行李搬到了厦门", "我辞职去了美团上班".

@@ -169,7 +169,10 @@ def _stated_as_current(text: str, needle: str) -> bool:
         if _NEGATED.search(before):
             continue
         if not re.search(_AS_PAST, before, re.IGNORECASE) and not re.search(
-            r"^\W*(?:anymore|any more|any longer)\b", line[at + len(needle) :] if at >= 0 else "", re.IGNORECASE
+            # "… anymore", "太极拳不练了": the negation right after the value.
+            r"^\W*(?:anymore|any more|any longer)\b|^[\u4e00-\u9fff]{0,2}(?:不再|已经不|不)[\u4e00-\u9fff]了",
+            line[at + len(needle) :] if at >= 0 else "",
+            re.IGNORECASE,
         ):
             return True
     return False

@@ -84,6 +84,8 @@ _WEEKDAYS_ZH = r"[一二三四五六日天]"
 _WEEKDAY_RE = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekday|weekend|[一二三四五六日天]", _I)
 _WEEKLY_PLACES_EN = r"office|gym|studio|campus|home|site|lab|pool|school|university|class"
 _WEEKLY_PLACES_ZH = r"办公室|公司|单位|健身房|学校|游泳馆|家办公|实验室|工作室|画室|图书馆"
+# A shift is kept on weekdays the way a place is visited: "每周二和周四晚上值夜班", "夜班改到周一和周五了".
+_SHIFTS_ZH = r"大夜班|小夜班|夜班|白班|早班|晚班|中班"
 _DIETS = r"vegetarian|vegan|pescatarian|keto|paleo|carnivore|omnivore|gluten-free|dairy-free|lactose-free|halal|kosher"
 _LANGS = (
     r"english|chinese|mandarin|cantonese|french|german|spanish|italian|portuguese|japanese|korean|dutch|russian|"
@@ -153,13 +155,14 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "weekly:{k}",
             rf"每(?:周|星期|礼拜)(?P<v>{_WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{_WEEKDAYS_ZH})*)"
-            rf"(?:都|会)?(?:去|到|在|回)(?P<k>{_WEEKLY_PLACES_ZH})",
+            rf"(?:都|会)?(?:(?:早上|上午|中午|下午|晚上|夜里)?(?:去|到|在|回)(?P<k>{_WEEKLY_PLACES_ZH})|"
+            rf"(?:早上|上午|中午|下午|晚上|夜里)?(?:值|上|轮)(?P<k2>{_SHIFTS_ZH}))",
         ),
         # The place first, then the new days: "工作室改成周三和周四去了，周二和周五不去了。" (the old days, named as no
         # longer, are not the value).
         (
             "weekly:{k}",
-            rf"(?P<k>{_WEEKLY_PLACES_ZH})(?:改成|改到|换成|换到)了?每?(?:周|星期|礼拜)"
+            rf"(?P<k>{_WEEKLY_PLACES_ZH}|{_SHIFTS_ZH})(?:改成|改到|换成|换到)了?每?(?:周|星期|礼拜)"
             rf"(?P<v>{_WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{_WEEKDAYS_ZH})*)",
         ),
         # A meeting moved: "组会改到周三下午三点了。" (the meeting must come just before the verb: "下周组会因为节假日改到
@@ -370,6 +373,7 @@ def _attribute(fact: str) -> Attribute | None:
             if not match:
                 continue
             groups = match.groupdict()
+            groups["k"] = groups.get("k") or groups.get("k2")
             raw = next((groups[g] for g in ("v", "v2", "v3", "v4", "v5", "v6") if groups.get(g)), "")
             value = " ".join(_WEEKDAY_RE.findall(raw)) if key.startswith("weekly:") else _clean(raw)
             if not value:

@@ -37,7 +37,10 @@ _NEGATED_VALUE_EN = re.compile(
 _STILL_NEGATED_EN = re.compile(r"\b(?:anymore|any more|any longer)\b|\bno longer\b", re.I)
 # "已经不喝咖啡了", "不再养猫了", "不再当医生了": a verb and its object.
 _NEGATED_VALUE_ZH = re.compile(
-    r"(?:不再|已经不|已不|再也不)(?P<verb>[\u4e00-\u9fff])(?P<obj>[\u4e00-\u9fff]{1,4}?)(?:了|，|。|$)"
+    r"(?:不再|已经不|已不|再也不)(?P<verb>[\u4e00-\u9fff])(?P<obj>[\u4e00-\u9fff]{1,4}?)(?:了|，|。|$)|"
+    # "现在不值夜班了": a plain 不 with 了 after the object; "太极拳不练了": the object before it.
+    r"(?<![\u4e00-\u9fff]不)不(?P<verb2>[\u4e00-\u9fff])(?P<obj2>[\u4e00-\u9fff]{1,4}?)了|"
+    r"(?P<obj3>[\u4e00-\u9fff]{2,4}?)(?:不再|已经不|不)(?P<verb3>[\u4e00-\u9fff])了"
 )
 _ROLE_VERBS_ZH = "当做是"
 _NEGATION_BEFORE = re.compile(
@@ -154,9 +157,17 @@ def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
                 stale.append(line)
                 continue
         if chinese is not None:
-            verb, obj = chinese.group("verb"), chinese.group("obj")
+            verb = chinese.group("verb") or chinese.group("verb2") or chinese.group("verb3")
+            obj = chinese.group("obj") or chinese.group("obj2") or chinese.group("obj3")
             verbs = verb + (_ROLE_VERBS_ZH if verb in _ROLE_VERBS_ZH else "")
             found = re.search(rf"[{verbs}](?:了|着|过)?[^，。；,.;]{{0,4}}?{re.escape(obj)}", line)
+            # The thing said first in the fact ("太极拳不练了") or in the line ("夜班改到周一和周五了"): a line that holds
+            # it, whatever verb it uses ("每天早上去公园打太极拳").
+            topic = re.compile(rf"^\W*(?:用户|{re.escape(who or '用户')})?(?:的)?{re.escape(obj)}")
+            if found is None and chinese.group("obj3"):  # Its end: a name before it is not the thing ("红霞太极拳").
+                found = next((f for i in range(len(obj) - 1) if (f := re.search(re.escape(obj[i:]), line))), None)
+            elif found is None and topic.search(line):
+                found = re.search(re.escape(obj), line)
             if found and _states(line, found.start()):
                 stale.append(line)
     return stale

@@ -412,3 +412,16 @@ def test_a_household_move_and_a_sale_are_the_users_changes(write, user_md, messa
     text = user_md.read_text()
     assert ("Lives in Leith" in text) == ("Vespa" in message)
     assert ("Bought a second-hand Vespa" in text) == ("Vespa" not in message)
+
+
+@pytest.mark.parametrize(
+    ("stored", "fact"),
+    [
+        ("用户每周一和周三晚上值大夜班。", "大夜班改到周二和周六了。"),  # A shift moved to other days.
+        ("用户每周一和周三晚上值大夜班。", "用户现在不值大夜班了，都改成白班。"),  # Given up, with a plain 不 … 了.
+        ("用户每周六去图书馆做志愿者。", "图书馆不去了，改成周六去敬老院。"),  # The thing first, then 不 … 了.
+        ("秀兰每天早上去公园跳广场舞。", "秀兰广场舞不跳了，现在改成每天散步。"),  # A name before the thing.
+    ],
+)
+def test_a_chinese_habit_or_shift_changed_or_given_up_replaces_the_old_line(stored: str, fact: str):
+    assert superseded_lines(fact, f"- {stored}\n- 用户的姐姐每周三值夜班。\n") == [f"- {stored}"]

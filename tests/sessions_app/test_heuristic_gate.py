@@ -605,6 +605,9 @@ def test_a_job_that_ended_and_the_new_line_of_work_are_one_fact(message: str, fa
         "我现在每周一和周四去健身房，其余时间在家练。",
         "画室改成周二和周六去了。",
         "香菜现在可以接受",
+        "大夜班改到周二和周六了。",
+        "图书馆不去了，改成周六去敬老院。",
+        "我现在不值大夜班了，都改成白班。",
     ],
 )
 def test_chinese_schedules_and_changes_said_without_a_subject_are_the_users(message: str):
