@@ -20,7 +20,13 @@ _RELATIONS_EN = (
 )
 _CHANGES_EN = (
     rf"(?:{rules.LIFE_CHANGE_VERBS})|retired\b|got (?:married|engaged|divorced)\b|lives? (?:in|at|near)\b|"
-    r"(?:now )?works? (?:at|for)\b|left\s+(?-i:[A-Z])|quit\s+(?-i:[A-Z])"
+    r"(?:now )?works? (?:at|for)\b|left\s+(?-i:[A-Z])|quit\s+(?-i:[A-Z])|"
+    # A business, a baby, a degree, a home, a return to an old line of work.
+    r"(?:opened|launched|set up|started)\s+(?:a|an|her|his|their)\s+(?:own\s+)?(?:[\w-]+\s+){0,2}?(?:bakery|shop|store|"
+    r"caf[eé]|restaurant|bar|business|company|firm|studio|practice|clinic|salon|gallery|bookshop|bookstore|agency)\b|"
+    r"had (?:a|her|his|their) (?:first |second |third )?(?:baby|child|son|daughter|twins)\b|is (?:pregnant|expecting)\b|"
+    r"(?:went|gone|is going|has gone) back to\s+\w|got (?:a new job|promoted|a job)\b|graduated\b|"
+    r"bought (?:a|an) (?:[\w-]+\s+)?(?:house|flat|home|apartment|farm|cottage)\b"
 )
 _WHEN = r"(?:(?:actually|just|recently|finally|now|also|has|have|had|again)\s+)*"
 OTHER_EN = re.compile(
@@ -33,6 +39,23 @@ OTHER_EN = re.compile(
 _NEWS_EN = re.compile(
     r"^(?:(?:just|finally)\s+)?(?:heard|news|word|a text|a message|an update)\s+from\s+(?P<name>(?-i:[A-Z][\w-]+))\s*"
     rf"[:,\u2014\u2013-]\s*(?:he|she|they)\s+(?P<rest>{_WHEN}(?:{_CHANGES_EN}).*)$",
+    re.I,
+)
+# The same, told by them: "My friend Arja told me she has just opened a bakery in Veltrusy." → "The user's friend
+# Arja has just opened a bakery in Veltrusy."; "Jonas said he's moving to Oslo." → "Jonas is moving to Oslo.".
+_TOLD_EN = re.compile(
+    rf"^(?:my\s+(?:(?:old|best|close|good)\s+)?(?P<rel>{_RELATIONS_EN})\s+)?(?P<name>(?-i:[A-Z][\w-]+))\s+"
+    r"(?:told me|tells me|said|says|mentioned|wrote|texted(?: me)?|messaged(?: me)?|let me know|called to say)\s+"
+    rf"(?:that\s+)?(?:she|he|they)(?:\s+|(?=['\u2019]s\s))(?P<rest>(?:is\s+|are\s+|['\u2019]s\s+)?{_WHEN}"
+    rf"(?:{_CHANGES_EN}|moving\s+to\b).*)$",
+    re.I,
+)
+# News of a named person's place or business: "Arja's bakery closed last month, she's gone back to nursing."
+_THEIR_NEWS_EN = re.compile(
+    r"^(?P<name>(?-i:[A-Z][\w-]+))'s\s+(?:new\s+|old\s+)?(?P<thing>bakery|shop|store|caf[eé]|restaurant|bar|business|"
+    r"company|firm|studio|practice|clinic|salon|gallery|bookshop|bookstore|agency|house|flat|farm)\s+"
+    r"(?:(?:has|had|just|finally)\s+)*(?:closed|closed down|shut down|went bust|went under|was sold|burned down|"
+    r"moved to|relocated to|opened)\b",
     re.I,
 )
 # Something bought for a named person: "Bought Esme a second-hand violin yesterday." → "The user bought Esme a
@@ -69,6 +92,19 @@ def others_en(clause: str) -> Finding | None:
     if gift := _GIFT_EN.match(clause):
         fact = finish_en(f"The user bought {gift.group('name')} {gift.group('thing')}")
         return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: something given to them.", 0.65)
+    if told := _TOLD_EN.match(clause):
+        who = f"The user's {told.group('rel').lower()} " if told.group("rel") else ""
+        rest = re.sub(
+            r"^['\u2019]s\s+",
+            "is " if re.match(r"^['\u2019]s\s+\w+ing\b", told.group("rest")) else "has ",
+            told.group("rest"),
+        )
+        fact = finish_en(f"{who}{told.group('name')} {rewrite(_TELLING_ENDS.sub('', rest))}")
+        return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: a change in their life.", 0.7)
+    if _THEIR_NEWS_EN.match(clause):
+        return write_finding(
+            "UPDATE_MEMORY", finish_en(rewrite(clause)), "About someone the user knows: a change in their life.", 0.65
+        )
     if news := _NEWS_EN.match(clause):
         fact = finish_en(f"{news.group('name')} {rewrite(_TELLING_ENDS.sub('', news.group('rest')))}")
         return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: a change in their life.", 0.7)

@@ -744,3 +744,30 @@ def test_a_request_to_forget_the_detail_the_user_gave(message: str, what: str):
 
 def test_deleting_a_thing_that_is_not_a_personal_detail_is_not_a_request_to_forget():
     assert classify_turn("Please delete the file I sent you.").decision == "NO_WRITE"
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        ("Jonas said he's moving to Oslo.", "Jonas is moving to Oslo."),
+        (
+            "My cousin Pilar told me that she had her first baby in May.",
+            "The user's cousin Pilar had her first baby in May.",
+        ),
+        ("Mia told me she's opened her own studio in Graz.", "Mia has opened her own studio in Graz."),
+        (
+            "Ravi's cafe shut down in March, he's driving a taxi now.",
+            "Ravi's cafe shut down in March, he's driving a taxi now.",
+        ),
+    ],
+)
+def test_news_told_by_the_person_it_is_about_is_their_fact(message: str, fact: str):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == ("UPDATE_MEMORY", fact)
+
+
+@pytest.mark.parametrize(
+    "message", ["Tom said he likes pizza.", "Mekhala said she's about to lose it.", "Ravi's about to leave."]
+)
+def test_what_someone_said_that_is_no_news_of_their_life_is_not_written(message: str):
+    assert classify_turn(message).decision == "NO_WRITE"
