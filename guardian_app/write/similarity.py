@@ -91,7 +91,8 @@ def style_attribute(fact: str) -> tuple[str, str] | None:
 # "用户喜欢猫" and "用户喜欢狗" are two keys (liking one thing does not end liking another). The verb (喜欢, 偏好,
 # 偏爱, 习惯用, 倾向于…) and the words around the thing (默认, 使用, 模式, 界面, 主题…) are not part of it.
 _PREFER_ZH = re.compile(
-    r"^(?:用户|我|他|她|[a-z][a-z' -]{0,30}?)(?:比较|更|最|一直|还是|特别|很|非常|也)?(?P<neg>不再|已经不|不)?(?:比较|更|很)?"
+    r"^(?:用户|我|他|她|[a-z][a-z' -]{0,30}?)(?:比较|更|最|一直|还是|还|特别|很|非常|也|都|仍然|依然|真的)*(?P<neg>不再|已经不|不)?"
+    r"(?:比较|更|很|最)?"
     r"(?:喜欢|偏好|偏爱|喜爱|爱用|习惯用|习惯|倾向于|倾向)(?!的)(?:用|使用|开|开启|打开)?(?P<v>[^，。；,.;！!]{1,16})"
 )
 _PREFER_EN = re.compile(

@@ -276,7 +276,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "my:{k}",
             r"^(?:the user's|user's|my|the agent's)\s+(?:new\s+|current\s+|former\s+)?(?P<k>[\w' -]{2,30}?)\s+(?:is|is now|has become|is called)\s+(?P<v>.+)",
         ),
-        ("my:{k}", r"^(?:用户|我)的?(?:新)?(?P<k>[\u4e00-\u9fff]{1,6}?)(?:是|叫)(?P<v>.+)"),
+        # "用户的车是…", "用户新手机是…"; never an adverb before 是 ("用户还是最喜欢蓝色": still, not an attribute 还).
+        (
+            "my:{k}",
+            r"^(?:用户|我)的?(?:新)?(?!(?:还|也|就|都|真|只|总|倒|又|仍|仍然|依然|一直|其实|确实|原来|本来|现在|已经|如今|不|才|正|"
+            r"可|却|应该|可能|大概|一定|肯定|主要)(?:是|叫))(?P<k>[\u4e00-\u9fff]{1,6}?)(?:是|叫)(?P<v>.+)",
+        ),
         ("name", r"^(?:prefers to be called|goes by|wants to be called|likes to be called)\s+(?P<v>.+)"),
         ("name", r"^(?:用户)?(?:希望被称为|叫)(?P<v>.+)"),
         (

@@ -248,6 +248,8 @@ def test_a_request_to_forget_with_nothing_to_forget_is_refused(write, user_md):
         ("用户偏好浅色主题。", "用户喜欢默认浅色界面。"),
         ("用户喜欢暗色模式。", "Prefers dark mode."),
         ("用户习惯用拼音输入法。", "用户偏好拼音输入法。"),
+        ("用户最喜欢绿色，连雨伞都是绿的。", "用户还是最喜欢绿色。"),  # Two adverbs before the verb (v6's class).
+        ("用户很喜欢爵士乐。", "用户一直都很喜欢爵士乐。"),
     ],
 )
 def test_a_chinese_preference_said_with_another_verb_is_refused_as_restated(write, user_md, stored, fact):
