@@ -243,6 +243,10 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
                 break
     if matched is None or len(clause.split()) < 3:
         return None  # "I moved." names no new value: the sentence after it does ("My new address is …").
+    if match and "pronoun" in match.re.groupindex and match.group("pronoun"):  # "It is a cat named Keijo."
+        clause = "I have " + clause[match.end("be") :]
+    if match and "where" in match.re.groupindex:  # "Today was my first day at Acme." → "I started working at Acme."
+        clause = f"I started working at {match.group('where')}"
     if rules.VAGUE_EN.match(clause):
         return Finding(NO_WRITE, None, "Small talk about an unnamed activity, not a fact.", 0.6)
     if rules.CHANGE_NOT_EN.match(clause):
@@ -250,11 +254,13 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
     if matched[0] == rules.USER_RULES_EN[0][0] and mentions_tools(clause):
         # "I switched from vim to Emacs": a change of tool goes where the tool facts are, so it can replace them.
         return write_finding("UPDATE_TOOLS", finish_en(rewrite(clause)), "A change of the user's tools.", matched[1])
-    if rules.TRANSIENT_EN.search(clause) and not rules.LIFE_CHANGE_EN.search(clause):
+    if (
+        rules.TRANSIENT_EN.search(clause)
+        and not rules.LIFE_CHANGE_EN.search(clause)
+        and not rules.LEARNING_EN.match(clause)  # "I'm learning Korean right now": for months, not for today.
+    ):
         # "I moved to Bristol today" stays true after today; "I'm tired today" does not.
         return Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)
-    if match and "pronoun" in match.re.groupindex and match.group("pronoun"):  # "It is a cat named Keijo."
-        clause = "I have " + clause[match.end("be") :]
     if re.match(r"^we\s", clause, re.I):  # "we adopted a puppy": the household's, written as the user's.
         clause = "I " + clause[3:]
     return write_finding("UPDATE_USER", _user_fact_en(clause), f"About the user: {matched[0]}.", matched[1])

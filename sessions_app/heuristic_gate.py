@@ -191,12 +191,25 @@ def _change_rank(finding: Finding) -> int:
 
 
 def _with_loss(best: Finding, writes: Sequence[Finding]) -> Finding:
-    """A loss or a job that ended and another fact of the user's in one turn are kept together: "Biscuit passed
-    away in June; adopted a kitten named Miso.", "Resigned; is pivoting to landscape design." (one turn, one fact,
-    and the guardian takes back the lines naming Biscuit, or saying where the user works)."""
-    if best.reason != LOSS_REASON and not rules.JOB_ENDED.match(best.fact or ""):
+    """A loss, a job that ended or a negation and another fact of the user's in one turn are kept together:
+    "Biscuit passed away in June; adopted a kitten named Miso.", "Resigned; is pivoting to landscape design.", "Is
+    not at Acme anymore; started working at Wise." (one turn, one fact, and the guardian takes back the lines
+    naming Biscuit, or saying where the user works)."""
+    negation = best.reason == rules.CHANGE_REASON and bool(rules.NEGATION_CHANGE.search(best.fact or ""))
+    if best.reason != LOSS_REASON and not rules.JOB_ENDED.match(best.fact or "") and not negation:
         return best
-    other = next((f for f in writes if f is not best and f.decision == best.decision and f.reason != LOSS_REASON), None)
+    other = next(
+        (
+            f
+            for f in writes
+            if f is not best
+            and f.decision == best.decision
+            and f.reason != LOSS_REASON
+            # After a negation, only a new home or job: "I'm not at Acme anymore" and "Today was my first day at Wise".
+            and (not negation or bool(rules.LIFE_CHANGE_EN.search(f.fact or "")))
+        ),
+        None,
+    )
     if other is None or not best.fact or not other.fact:
         return best
     joined = (

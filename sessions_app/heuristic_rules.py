@@ -22,6 +22,8 @@ NO_WRITE = "NO_WRITE"
 # --- Text: what is never split, what ends a fact ----------------------------------------------------------------------
 # Code spans and URLs are opaque: never split, never rewritten.
 OPAQUE_RE = re.compile(
+    # A title in capitals with a pronoun in it ("is Don't Let Me Down", "reading Tell Me Everything") is a name.
+    r"(?<=[a-z,:] )(?-i:(?:[A-Z][\w']*\s+)+(?:Me|My|You|Your|We|Us|Our|Mine)(?:\s+[A-Z][\w']*)*)\b|"
     r"```.*?```|`[^`\n]+`|https?://[^\s`\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]*[^\s`.,;:!?)\]'\"\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]",
     re.S,
 )
@@ -45,6 +47,9 @@ CONTRACTIONS = (
     (r"\bwe'll\b", "we will"),
     (r"\blet's\b", "let us"),
     (r"\bdont\b", "don't"),
+    # Chat spelling: "im a vegetarian", "ive moved" (neither is an English word).
+    (r"\bim\b(?=\s+[a-z])", "I am"),
+    (r"\bive\b(?=\s+[a-z])", "I have"),
 )
 
 
@@ -380,6 +385,10 @@ TRANSIENT_EN = re.compile(
     r"just now)\b",
     re.I,
 )
+LEARNING_EN = re.compile(
+    r"^I am\s+(?:(?:currently|now|also|really|still)\s+)*(?:learning|studying|taking (?:a |an )?(?:[\w-]+ )?(?:class|course|lessons))\b",
+    re.I,
+)
 ONE_OFF_EN = re.compile(r"^I (?:would|will) (?:like|love|prefer|rather|want|need|take|have)\b", re.I)
 ADV = r"(?:(?:really|also|actually|generally|usually|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
 PREFERENCE_EN = re.compile(
@@ -491,6 +500,11 @@ JOB_ENDED = re.compile(
     re.I,
 )
 PREFERENCE_REASON = "About the user: a stated preference."
+FIRST_DAY_EN = re.compile(
+    r"^(?:(?:today|yesterday|monday|tuesday|wednesday|thursday|friday|saturday|sunday|this \w+|tomorrow|it)\s+)?"
+    r"(?:was|is|will be)\s+my\s+first\s+(?:day|week|shift)\s+(?:at|with|for)\s+(?P<where>(?-i:[A-Z0-9])[^.;!?]*)",
+    re.I,
+)
 PETS = (
     r"dogs?|cats?|pupp(?:y|ies)|kittens?|kitt(?:y|ies)|rabbits?|bunn(?:y|ies)|hamsters?|guinea pigs?|gerbils?|mice|"
     r"mouse|rats?|ferrets?|parrots?|budgies?|budgerigars?|cockatiels?|canar(?:y|ies)|birds?|tortoises?|turtles?|"
@@ -529,6 +543,13 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
             rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:{LIFE_CHANGE_VERBS})",
             re.I,
         ),
+        0.7,
+    ),
+    (
+        # A new job said by its first day: "Today was my first day at Jørgensen & Søn ApS.", "Monday is my first day
+        # with the county library."
+        CHANGE_LABEL,
+        FIRST_DAY_EN,
         0.7,
     ),
     ("a durable trait", re.compile(rf"^I am\s+{ADV}(?:{DURABLE_ADJECTIVES})", re.I), 0.75),
@@ -643,7 +664,8 @@ MY_DURABLE = frozenset(
     "team company employer job role title timezone email phone address hometown city country language pronouns "
     "age anniversary allergy allergies diet hobby hobbies favourite favorite colour color food team's "
     "girlfriend boyfriend fiance fiancee university school degree major salary car house apartment flat "
-    "native first zone".split()
+    "native first zone medication medications medicine meds prescription dose dosage doctor gp dentist therapist "
+    "insurance pharmacy".split()
 )
 # "My meeting with the design team is at 2pm": the user's schedule (USER.md), as "my" + a durable noun is.
 EVENT_NOUNS = frozenset(
@@ -653,7 +675,7 @@ EVENT_NOUNS = frozenset(
 )
 MY_EN = re.compile(
     r"^(?P<det>my|our)\s+(?P<np>[\w' -]{1,40}?)\s+(?:is|are|was|were|has|have|lives|live|works|work|likes|like|loves|love|"
-    r"hates|goes|studies|turns|just turned)\b",
+    r"hates|goes|studies|turns|just turned|(?:(?:just|recently|now|finally)\s+)?(?:changed|switched) to)\b",
     re.I,
 )
 CALL_ME_EN = re.compile(r"^(?i:(?:you can |you may |just |please )?call me)\s+(?P<name>[\"'A-Z\u4e00-\u9fff].*)$")

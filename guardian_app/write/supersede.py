@@ -274,7 +274,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("routine:{k}", r"(?P<v>[^，。,.]{1,10}?)(?P<k>起床|睡觉|健身|跑步)"),
         (
             "my:{k}",
-            r"^(?:the user's|user's|my|the agent's)\s+(?:new\s+|current\s+|former\s+)?(?P<k>[\w' -]{2,30}?)\s+(?:is|is now|has become|is called)\s+(?P<v>.+)",
+            r"^(?:the user's|user's|my|the agent's)\s+(?:new\s+|current\s+|former\s+)?(?P<k>[\w' -]{2,30}?)\s+(?:is|is now|"
+            r"has become|is called|(?:has\s+|have\s+)?(?:(?:just|recently|now|finally)\s+)?(?:changed|switched) to)\s+(?P<v>.+)",
         ),
         # "用户的车是…", "用户新手机是…"; never an adverb before 是 ("用户还是最喜欢蓝色": still, not an attribute 还).
         (

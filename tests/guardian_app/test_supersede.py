@@ -427,3 +427,15 @@ def test_a_household_move_and_a_sale_are_the_users_changes(write, user_md, messa
 )
 def test_a_chinese_habit_or_shift_changed_or_given_up_replaces_the_old_line(stored: str, fact: str):
     assert superseded_lines(fact, f"- {stored}\n- 用户的姐姐每周三值夜班。\n") == [f"- {stored}"]
+
+
+@pytest.mark.parametrize(
+    ("stored", "fact"),
+    [
+        ("The user's current prescription is metformin.", "The user's current prescription has changed to insulin."),
+        ("The user's favourite album is Abbey Road.", "The user's favourite album just changed to Revolver."),
+        ("Works at Halvorsen.", "Is not at Halvorsen anymore; started working at Brightwave."),
+    ],
+)
+def test_a_value_said_as_changed_to_replaces_the_old_one(stored: str, fact: str):
+    assert superseded_lines(fact, f"- {stored}\n- Lives in Cork.\n") == [f"- {stored}"]

@@ -771,3 +771,29 @@ def test_news_told_by_the_person_it_is_about_is_their_fact(message: str, fact: s
 )
 def test_what_someone_said_that_is_no_news_of_their_life_is_not_written(message: str):
     assert classify_turn(message).decision == "NO_WRITE"
+
+
+# --- v7 classes (issue 21): our own examples, not the set's sentences ---------------------------------------------
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        ("but im a nurse", "Is a nurse."),  # Chat spelling.
+        ("ive lived in Cork since 2019", "Has lived in Cork since 2019."),
+        ("My favourite album is Love Me Do.", "The user's favourite album is Love Me Do."),  # A title keeps its "Me".
+        ("I'm learning Welsh right now, slowly.", "Is learning Welsh right now, slowly."),  # Months, not today.
+        ("My current prescription is metformin.", "The user's current prescription is metformin."),
+        ("Yesterday was my first day at Brightwave.", "Started working at Brightwave."),
+        (
+            "I'm not at Halvorsen anymore. Monday was my first day at Brightwave.",
+            "Is not at Halvorsen anymore; started working at Brightwave.",
+        ),
+    ],
+)
+def test_chat_spelling_titles_learning_medication_and_a_first_day(message: str, fact: str):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == ("UPDATE_USER", fact)
+
+
+def test_a_negation_is_not_joined_to_an_unrelated_change():
+    fact = classify_turn("I don't eat red meat anymore. I've started cycling again.").candidate_fact
+    assert fact == "Doesn't eat red meat anymore."
