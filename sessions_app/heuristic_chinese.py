@@ -76,6 +76,7 @@ def soul_zh(clause: str) -> Finding | None:
 
 
 def user_zh(clause: str) -> Finding | None:
+    clause = rules.WE_HOUSEHOLD_ZH.sub("我", clause)
     if match := rules.CALL_ME_ZH.match(clause):
         name = rules.ZH_NAME_TAIL.sub("", match.group("name"))
         return write_finding("UPDATE_USER", f"用户希望被称为{name}。", "How the user wants to be addressed.", 0.85)

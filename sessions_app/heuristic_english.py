@@ -213,6 +213,7 @@ def _user_fact_en(clause: str) -> str:
 
 def user_en(clause: str, *, greeted: bool) -> Finding | None:
     clause = rules.WE_HOUSEHOLD_EN.sub("I ", rules.FUTURE_LEAD_EN.sub("", expand(clause)))
+    clause = re.sub(r"^I do (?=(?!not\b)[a-z]+\b)", "I ", clause)  # "I do speak Spanish": the emphatic do says nothing.
     if match := rules.CALL_ME_EN.match(clause):
         return write_finding(
             "UPDATE_USER",

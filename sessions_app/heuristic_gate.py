@@ -170,7 +170,7 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
         clause = text
     else:
         clause = expand(text)
-        checks = (identity_en, soul_en, tools_en, lambda c: user_en(c, greeted=greeted), people_en, others_en, loss)
+        checks = (identity_en, soul_en, tools_en, loss, lambda c: user_en(c, greeted=greeted), people_en, others_en)
     for rule in checks:
         finding = rule(clause)
         if finding is not None:

@@ -14,6 +14,7 @@ from sessions_app import heuristic_rules as rules
 from sessions_app.heuristic_person import rewrite, rewrite_zh
 from sessions_app.heuristic_reading import Finding, finish_en, finish_zh, write_finding
 
+_NAME = rf"(?-i:{rules.UPPER}[\w-]+)"  # A name, with the capitals of other languages ("Üsame", "Štěpán").
 _RELATIONS_EN = (
     r"friend|neighbou?r|colleague|co-?worker|roommate|flatmate|housemate|cousin|classmate|teammate|sister|brother|"
     r"aunt|uncle|niece|nephew|mentor|ex"
@@ -22,8 +23,9 @@ _CHANGES_EN = (
     rf"(?:{rules.LIFE_CHANGE_VERBS})|retired\b|got (?:married|engaged|divorced)\b|lives? (?:in|at|near)\b|"
     r"(?:now )?works? (?:at|for)\b|left\s+(?-i:[A-Z])|quit\s+(?-i:[A-Z])|"
     # A business, a baby, a degree, a home, a return to an old line of work.
-    r"(?:opened|launched|set up|started)\s+(?:a|an|her|his|their)\s+(?:own\s+)?(?:[\w-]+\s+){0,2}?(?:bakery|shop|store|"
-    r"caf[eé]|restaurant|bar|business|company|firm|studio|practice|clinic|salon|gallery|bookshop|bookstore|agency)\b|"
+    r"(?:opened|launched|set up|started)\s+(?:a|an|her|his|their)\s+(?:own\s+)?(?:[\w-]+\s+){0,2}?(?:"
+    + rules.BUSINESSES
+    + r")\b|"
     r"had (?:a|her|his|their) (?:first |second |third )?(?:baby|child|son|daughter|twins)\b|is (?:pregnant|expecting)\b|"
     r"(?:went|gone|is going|has gone) back to\s+\w|got (?:a new job|promoted|a job)\b|graduated\b|"
     r"bought (?:a|an) (?:[\w-]+\s+)?(?:house|flat|home|apartment|farm|cottage)\b"
@@ -31,37 +33,38 @@ _CHANGES_EN = (
 _WHEN = r"(?:(?:actually|just|recently|finally|now|also|has|have|had|again)\s+)*"
 OTHER_EN = re.compile(
     rf"^my\s+(?:(?:old|best|close|good|oldest|younger|older|little|big)\s+)?(?P<rel>{_RELATIONS_EN})\s+"
-    rf"(?P<name>(?-i:[A-Z][\w-]+))\s*,?\s+{_WHEN}(?P<rest>(?:{_CHANGES_EN}).*)$",
+    rf"(?P<name>{_NAME})\s*,?\s+{_WHEN}(?P<rest>(?:{_CHANGES_EN}).*)$",
     re.I,
 )
 # News of someone, passed on: "Heard from Jonas: he finally left Wise and joined Monzo." → "Jonas finally left Wise
 # and joined Monzo." (no relation is named, so the fact opens with the name and the guardian keys it by them).
 _NEWS_EN = re.compile(
-    r"^(?:(?:just|finally)\s+)?(?:heard|news|word|a text|a message|an update)\s+from\s+(?P<name>(?-i:[A-Z][\w-]+))\s*"
+    rf"^(?:(?:just|finally)\s+)?(?:heard|news|word|a text|a message|an update)\s+from\s+(?P<name>{_NAME})\s*"
     rf"[:,\u2014\u2013-]\s*(?:he|she|they)\s+(?P<rest>{_WHEN}(?:{_CHANGES_EN}).*)$",
     re.I,
 )
 # The same, told by them: "My friend Arja told me she has just opened a bakery in Veltrusy." → "The user's friend
 # Arja has just opened a bakery in Veltrusy."; "Jonas said he's moving to Oslo." → "Jonas is moving to Oslo.".
 _TOLD_EN = re.compile(
-    rf"^(?:my\s+(?:(?:old|best|close|good)\s+)?(?P<rel>{_RELATIONS_EN})\s+)?(?P<name>(?-i:[A-Z][\w-]+))\s+"
+    rf"^(?:my\s+(?:(?:old|best|close|good)\s+)?(?P<rel>{_RELATIONS_EN})\s+)?(?P<name>{_NAME})\s+"
     r"(?:told me|tells me|said|says|mentioned|wrote|texted(?: me)?|messaged(?: me)?|let me know|called to say)\s+"
     rf"(?:that\s+)?(?:she|he|they)(?:\s+|(?=['\u2019]s\s))(?P<rest>(?:is\s+|are\s+|['\u2019]s\s+)?{_WHEN}"
     rf"(?:{_CHANGES_EN}|moving\s+to\b).*)$",
     re.I,
 )
-# News of a named person's place or business: "Arja's bakery closed last month, she's gone back to nursing."
+# News of a named person's place or business: "Arja's bakery closed last month, she's gone back to nursing.", "Ravi
+# sold the barbershop, he drives a taxi now."
 _THEIR_NEWS_EN = re.compile(
-    r"^(?P<name>(?-i:[A-Z][\w-]+))'s\s+(?:new\s+|old\s+)?(?P<thing>bakery|shop|store|caf[eé]|restaurant|bar|business|"
-    r"company|firm|studio|practice|clinic|salon|gallery|bookshop|bookstore|agency|house|flat|farm)\s+"
+    rf"^(?P<name>{_NAME})(?:'s\s+(?:new\s+|old\s+)?(?P<thing>{rules.BUSINESSES}|house|flat|farm)\s+"
     r"(?:(?:has|had|just|finally)\s+)*(?:closed|closed down|shut down|went bust|went under|was sold|burned down|"
-    r"moved to|relocated to|opened)\b",
+    rf"moved to|relocated to|opened)\b|\s+(?:(?:has|had|just|finally)\s+)*(?:sold|closed|shut down|gave up)\s+"
+    rf"(?:the|his|her|their)\s+(?:{rules.BUSINESSES})\b)",
     re.I,
 )
 # Something bought for a named person: "Bought Esme a second-hand violin yesterday." → "The user bought Esme a
 # second-hand violin." (MEMORY.md: it is Esme's now).
 _GIFT_EN = re.compile(
-    r"^(?:I\s+)?(?:(?:just|finally)\s+)?(?:bought|purchased)\s+(?P<name>(?-i:[A-Z][\w-]+))\s+(?P<thing>(?:a|an)\s+[^.;,]{2,60}?)"
+    rf"^(?:I\s+)?(?:(?:just|finally)\s+)?(?:bought|purchased)\s+(?P<name>{_NAME})\s+(?P<thing>(?:a|an)\s+[^.;,]{{2,60}}?)"
     r"(?:\s+(?:yesterday|today|last \w+|this \w+|for (?:his|her|their) \w+))?\s*[.!]*$",
     re.I,
 )
@@ -70,7 +73,7 @@ _TELLING_ENDS = re.compile(r",?\s+(?:so|and so|which|because|but|and I|and we)\b
 _PRONOUN_EN = re.compile(rf"^(?P<pron>she|he|they)\s+(?P<rest>{_WHEN}(?:{_CHANGES_EN}).*)$", re.I)
 _MENTION_EN = re.compile(
     rf"\bmy\s+(?:(?:old|best|close|good|oldest|younger|older|little|big)\s+)?(?P<rel>{_RELATIONS_EN})\s+"
-    r"(?P<name>(?-i:[A-Z][\w-]+))",
+    rf"(?P<name>{_NAME})",
     re.I,
 )
 
@@ -157,10 +160,21 @@ _LOSS_ZH = re.compile(
 )
 
 
+# Said by what they were: "My dog got hit by a car and he died." → "The user's dog died."
+_LOSS_KIND_EN = re.compile(
+    rf"^(?:(?:sadly|unfortunately|so|well|but)\s*,?\s*)*(?:my|our)\s+(?:old\s+|little\s+)?(?P<kind>{rules.PETS})\b"
+    r"[^.;!?]{0,60}?\b(?:passed away|died|was put down|was put to sleep|ran away|went missing)\b",
+    re.I,
+)
+
+
 def loss(clause: str) -> Finding | None:
-    """ "Sadly, Biscuit passed away in June." → "Biscuit passed away in June."."""
+    """ "Sadly, Biscuit passed away in June." → "Biscuit passed away in June."; "My dog got hit by a car and he
+    died." → "The user's dog died."."""
     if match := _LOSS_EN.match(clause):
         return write_finding("UPDATE_USER", finish_en(clause[match.start("name") :]), LOSS_REASON, 0.7)
+    if match := _LOSS_KIND_EN.match(clause):
+        return write_finding("UPDATE_USER", f"The user's {match.group('kind').lower()} died.", LOSS_REASON, 0.7)
     if match := _LOSS_ZH.match(clause):
         return write_finding("UPDATE_USER", finish_zh(rewrite_zh(clause)), LOSS_REASON, 0.7)
     return None

@@ -139,7 +139,7 @@ _FORGET_EN = re.compile(
     r"(?P<what>[\w' -]{2,40}?)(?:\s+I\s+(?:gave|told|sent|shared with|mentioned to)(?:\s+you)?(?:\s+(?:about|earlier|before))?)?"
     r"(?:\s+(?:from|out of)\s+(?:your\s+)?(?:memory|memories|records?|notes|files?))?"
     # A reason after it: "…, I don't live there any more and don't want it kept."
-    r"(?:\s+(?:immediately|now|please|for good|right away))?(?:\s*[,;\u2014\u2013]\s*I\b[^.!?]*)?\s*[.!]*$",
+    r"(?:\s+(?:immediately|now|please|for good|right away))?(?:\s*[,;\u2014\u2013]\s*(?:I|we)\b[^.!?]*)?\s*[.!]*$",
     re.I,
 )
 _FORGET_ZH = re.compile(

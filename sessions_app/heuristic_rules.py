@@ -477,6 +477,13 @@ WE_HOUSEHOLD_EN = re.compile(
     r"car|van|cottage|apartment))\b)",
     re.I,
 )
+# A capital that opens a name, with the Latin letters of other languages ("Üsame", "Štěpán", "Øystein").
+UPPER = "[" + "".join(sorted({c for c in map(chr, range(0x41, 0x250)) if c.isupper() and c.isalpha()})) + "]"
+# A business of someone's, a word of its own or ending in one ("barbershop", "bookstore").
+BUSINESSES = (
+    r"[\w-]*(?:shop|store)|bakery|caf[eé]|restaurant|bar|pub|business|company|firm|studio|practice|clinic|salon|"
+    r"gallery|agency|garage|food truck|bistro|brewery|gym|hostel|b&b"
+)
 CHANGE_LABEL = "a change to something the user said before"
 # "工作室改成周三和周四去了，周二和周五不去了": after the new value, the old one said as no longer adds nothing
 # (the guardian replaces the old line) and would read, beside the new one, as if it still held.
@@ -771,13 +778,17 @@ ZH_NOT_ME = (
     rf"的|们|{ZH_KIN}|妈|爸|姐|哥|弟|妹|爷|奶|舅|姑|姨|叔|婶|邻居|室友|舍友|老师|同学|客户|房东|"
     r"觉得|想|希望|打算|准备|计划|要|会|可能|应该|他|她|它|让|帮|劝|建议|说|听说"
 )
+# "我们已经搬到了…", "我们又养了一只小狗": the household's home and pets, said by the user, are the user's (read as "我…").
+WE_HOUSEHOLD_ZH = re.compile(
+    r"^我们(?=(?:已经|又|也|刚|终于|还|今年|去年)*(?:搬到|搬去|搬回|搬家|住在|住|养了|养|买了房|把))"
+)
 USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         # A meeting or a weekly place moved to another day or hour: "周会改到周四上午十点了", "健身房改成周一和周三去了".
         CHANGE_LABEL,
         re.compile(
-            rf"^(?:我的?)?[^，。；,;？?]{{0,6}}?(?:会|课|面试|复诊|约|班|训练|练习|排练|{ZH_WEEKLY_PLACES})[^，。；,;？?]{{0,8}}?"
-            r"(?:改到|改成|挪到|推迟到|提前到|调到|换到|换成)了?(?:每)?[^，。；,;？?]{0,12}?(?:周|星期|礼拜|月|号|日|点|上午|下午|晚上)"
+            r"^(?:我的?)?[^，。；,;？?]{1,10}?"
+            r"(?:改到|改成|挪到|推迟到|提前到|调到|换到|换成)了?(?:每)?[^，。；,;？?]{0,12}?(?:周|星期|礼拜|月|号|日|点|上午|下午|早上|晚上)"
         ),
         0.7,
     ),
@@ -794,7 +805,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         CHANGE_LABEL,
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS}|前不久)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|"
-            r"辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了(?:$|[，,])|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
+            r"辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
             # A decision to take up or give up a way of eating: "我决定吃素", "我决定从明天开始戒酒".
             r"决定(?:要)?(?:从.{1,6}?(?:开始|起))?(?:开始)?(?:吃素|吃全素|戒|不再|不吃|不喝|改吃))"
         ),
@@ -805,8 +816,10 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         # "咖啡不喝了，改喝茶了".
         CHANGE_LABEL,
         re.compile(
-            r"^(?!我)[\u4e00-\u9fff]{1,6}?(?:不再|已经不|不)[\u4e00-\u9fff]了[，,](?:现在|如今|最近)?(?:都)?"
-            r"(?:改成|改为|换成|改)[^，。；,;？?]{1,16}"
+            r"^(?!我)[\u4e00-\u9fff]{1,6}?我?(?:不再|已经不|不)[\u4e00-\u9fff]了[，,](?:[^，。；,;？?]{1,10}[，,])?(?:现在|如今|最近)?"
+            r"(?:都)?(?:改成|改为|换成|改)[^，。；,;？?]{1,16}|"
+            # Given up, with the reason after it: "韩语我不学了，实在没时间", "咖啡我已经不喝了".
+            r"^(?!我)[\u4e00-\u9fff]{2,6}?我(?:不再|已经不|不)[\u4e00-\u9fff]了(?:[，,。.！!]|$)"
         ),
         0.7,
     ),
@@ -845,11 +858,19 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         0.8,
     ),
     ("the user's allergy", re.compile(r"^我对.+?过敏"), 0.85),
+    # A vehicle or a machine of the user's: "我有一辆Vespa", "我刚买了一台新的MacBook".
+    (
+        "what the user owns",
+        re.compile(
+            r"^我(?:又|也|还|刚|新)?(?:有|买了|入手了|换了)(?:一|两|\d+)?(?:辆|台|部|架)(?:新的?|二手的?)?[A-Za-z\u4e00-\u9fff]"
+        ),
+        0.7,
+    ),
     ("a fact about the user's life", re.compile(rf"^我(?:的)?(?:{ZH_DURABLE_MY})"), 0.75),
     (
         "the user's family, pets or health",
         re.compile(
-            r"^我(?:有|养了|养着|养|家里有)(?:一|两|二|三|四|五|六|几|\d+)?(?:个|只|条|位|匹)?.{0,4}?"
+            r"^我(?:又|也|还|刚|新)?(?:有|养了|养着|养|家里有)(?:一|两|二|三|四|五|六|几|\d+)?(?:个|只|条|位|匹)?.{0,4}?"
             r"(?:猫|狗|孩子|女儿|儿子|宠物|兄弟|姐妹|鱼|兔子|鸟|糖尿病|哮喘|高血压)"
         ),
         0.75,
@@ -857,7 +878,8 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         "a habit",
         re.compile(
-            r"^我(?:现在|目前|如今)?(?:每天|每周|每晚|每个月|每年|通常|一般|平时|经常|总是|从不|从来不|很少|习惯)(?P<rest>.+)$"
+            r"^我(?:现在|目前|如今)?(?:每天|每周|每个?(?:星期|礼拜)|每晚|每个月|每年|通常|一般|平时|经常|总是|从不|从来不|很少|习惯)"
+            r"(?P<rest>.+)$"
         ),
         0.65,
     ),

@@ -156,13 +156,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "weekly:{k}",
             rf"每(?:周|星期|礼拜)(?P<v>{_WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{_WEEKDAYS_ZH})*)"
             rf"(?:都|会)?(?:(?:早上|上午|中午|下午|晚上|夜里)?(?:去|到|在|回)(?P<k>{_WEEKLY_PLACES_ZH})|"
-            rf"(?:早上|上午|中午|下午|晚上|夜里)?(?:值|上|轮)(?P<k2>{_SHIFTS_ZH}))",
+            rf"(?:早上|上午|中午|下午|晚上|夜里)?(?:值|上|轮)(?P<k2>{_SHIFTS_ZH})|"
+            # An activity the clause ends on: "每周三和周六早上去游泳".
+            r"(?:早上|上午|中午|下午|晚上|夜里)?(?:去|到)(?P<k3>[\u4e00-\u9fff]{2,4}?)(?=[。，,.；;]|$))",
         ),
         # The place first, then the new days: "工作室改成周三和周四去了，周二和周五不去了。" (the old days, named as no
         # longer, are not the value).
         (
             "weekly:{k}",
-            rf"(?P<k>{_WEEKLY_PLACES_ZH}|{_SHIFTS_ZH})(?:改成|改到|换成|换到)了?每?(?:周|星期|礼拜)"
+            rf"(?:(?P<k>{_WEEKLY_PLACES_ZH}|{_SHIFTS_ZH})|^\W*(?:用户|我)?的?(?P<k3>[\u4e00-\u9fff]{{2,4}}?))"
+            r"(?:改成|改到|换成|换到)了?每?(?:周|星期|礼拜)"
             rf"(?P<v>{_WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{_WEEKDAYS_ZH})*)",
         ),
         # A meeting moved: "组会改到周三下午三点了。" (the meeting must come just before the verb: "下周组会因为节假日改到
@@ -379,7 +382,7 @@ def _attribute(fact: str) -> Attribute | None:
             if not match:
                 continue
             groups = match.groupdict()
-            groups["k"] = groups.get("k") or groups.get("k2")
+            groups["k"] = groups.get("k") or groups.get("k2") or groups.get("k3")
             raw = next((groups[g] for g in ("v", "v2", "v3", "v4", "v5", "v6") if groups.get(g)), "")
             value = " ".join(_WEEKDAY_RE.findall(raw)) if key.startswith("weekly:") else _clean(raw)
             if not value:

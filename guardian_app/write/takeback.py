@@ -165,7 +165,9 @@ def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
             # it, whatever verb it uses ("每天早上去公园打太极拳").
             topic = re.compile(rf"^\W*(?:用户|{re.escape(who or '用户')})?(?:的)?{re.escape(obj)}")
             if found is None and chinese.group("obj3"):  # Its end: a name before it is not the thing ("红霞太极拳").
-                found = next((f for i in range(len(obj) - 1) if (f := re.search(re.escape(obj[i:]), line))), None)
+                thing = re.sub(r"(?:用户|我|他|她)$", "", obj)  # "韩语我不学了": the thing is 韩语, not 我.
+                ends = [thing[i:] for i in range(len(thing) - 1) if thing[i:] not in {"用户", "自己"}]
+                found = next((f for end in ends if (f := re.search(re.escape(end), line))), None)
             elif found is None and topic.search(line):
                 found = re.search(re.escape(obj), line)
             if found and _states(line, found.start()):
@@ -173,7 +175,20 @@ def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
     return stale
 
 
+_LOST_KIND = re.compile(r"^The user's (?P<kind>[\w -]{2,30}?) died\.$")
+
+
 def _lost_lines(fact: str, lines: list[str]) -> list[str]:
+    if kind := _LOST_KIND.match(fact.strip()):
+        # "The user's dog died.": the one line that names a dog of theirs ("Got a dog named Peter."); with two, which
+        # one is not said, and neither is taken back.
+        named = re.compile(rf"\b{re.escape(kind.group('kind'))}s?\b[^.;]{{0,30}}?\b(?:named|called)\s", re.I)
+        found = [
+            line
+            for line in lines
+            if (at := named.search(line)) and _person(line) is None and not _KIN_BEFORE.search(line[: at.start()])
+        ]
+        return found if len(found) == 1 else []
     match = _LOSS.search(fact)
     if match is None:
         return []
@@ -194,7 +209,7 @@ _DISPOSED_EN = re.compile(
     re.I,
 )
 _DISPOSED_ZH = re.compile(
-    r"把(?P<thing>[\u4e00-\u9fff]{1,6}?)(?:卖|送人|送给[\u4e00-\u9fff]{1,4}|扔|处理)(?:掉)?了|卖掉了(?P<thing2>[\u4e00-\u9fff]{1,6}?)(?:[，。,.]|$)"
+    r"把(?P<thing>[\u4e00-\u9fff]{1,6}?|[A-Za-z][\w -]{0,20}?)(?:卖|送人|送给[\u4e00-\u9fff]{1,4}|扔|处理)(?:掉)?了|卖掉了(?P<thing2>[\u4e00-\u9fff]{1,6}?)(?:[，。,.]|$)"
 )
 
 
@@ -205,8 +220,9 @@ def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
             rf"\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?)\b[^.;]{{0,40}}?\b{re.escape(head)}\b", re.I
         )
     elif match := _DISPOSED_ZH.search(fact):
-        thing = re.sub(r"^(?:我的|我们的|那辆|那台|那个|旧)", "", match.group("thing") or match.group("thing2"))
-        has = re.compile(rf"(?:有|买了?|养了?|骑|开)[^，。；]{{0,6}}?{re.escape(thing[-2:])}")
+        thing = re.sub(r"^(?:我的|我们的|那辆|那台|那个|旧)", "", match.group("thing") or match.group("thing2")).strip()
+        end = thing if thing.isascii() else thing[-2:]  # "Vespa" whole; "折叠自行车" by its last two characters.
+        has = re.compile(rf"(?:有|买了?|养了?|骑|开)[^，。；]{{0,6}}?{re.escape(end)}", re.I)
     else:
         return []
     who = _person(fact)

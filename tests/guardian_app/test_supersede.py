@@ -439,3 +439,26 @@ def test_a_chinese_habit_or_shift_changed_or_given_up_replaces_the_old_line(stor
 )
 def test_a_value_said_as_changed_to_replaces_the_old_one(stored: str, fact: str):
     assert superseded_lines(fact, f"- {stored}\n- Lives in Cork.\n") == [f"- {stored}"]
+
+
+@pytest.mark.parametrize(
+    ("stored", "fact", "stale"),
+    [
+        ("- 用户每周二和周五晚上去练瑜伽。\n", "瑜伽改到周四晚上了。", []),  # Another activity: 练瑜伽 is not 瑜伽.
+        ("- 用户每周二和周五晚上去瑜伽。\n", "瑜伽改到周四晚上了。", ["- 用户每周二和周五晚上去瑜伽。"]),
+        (
+            "- 用户有一辆Brompton。\n- 用户的哥哥有一辆Brompton。\n",
+            "用户把Brompton卖了，用不上。",
+            ["- 用户有一辆Brompton。"],
+        ),
+        ("- 用户在学日语。\n- 用户在学西班牙语。\n", "日语用户不学了，太难了。", ["- 用户在学日语。"]),
+        (
+            "- Got a dog named Pip.\n- The user's sister has a dog named Rolo.\n",
+            "The user's dog died.",
+            ["- Got a dog named Pip."],
+        ),
+        ("- Has a dog named Pip.\n- Has a dog named Rolo.\n", "The user's dog died.", []),  # Which one is not said.
+    ],
+)
+def test_v7_classes_take_back_only_the_line_they_name(stored: str, fact: str, stale: list[str]):
+    assert superseded_lines(fact, stored) == stale

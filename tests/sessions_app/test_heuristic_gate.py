@@ -797,3 +797,37 @@ def test_chat_spelling_titles_learning_medication_and_a_first_day(message: str, 
 def test_a_negation_is_not_joined_to_an_unrelated_change():
     fact = classify_turn("I don't eat red meat anymore. I've started cycling again.").candidate_fact
     assert fact == "Doesn't eat red meat anymore."
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        (
+            "我们已经搬到了Ljubljana，离海更近。",
+            "UPDATE_USER",
+            "用户已经搬到了Ljubljana，离海更近。",
+        ),  # The household's move.
+        ("我们又养了一只小猫，叫Mochi。", "UPDATE_USER", "用户又养了一只小猫，叫Mochi。"),
+        ("我有一辆Brompton。", "UPDATE_USER", "用户有一辆Brompton。"),
+        ("我把Brompton卖了，用不上。", "UPDATE_USER", "用户把Brompton卖了，用不上。"),
+        ("我每个星期二晚上去社区图书馆帮忙。", "UPDATE_USER", "用户每个星期二晚上去社区图书馆帮忙。"),
+        ("瑜伽改到周四晚上了。", "UPDATE_USER", "瑜伽改到周四晚上了。"),  # Any weekly activity, not only a place.
+        ("日语我不学了，太难了。", "UPDATE_USER", "日语用户不学了，太难了。"),
+        (
+            "My cousin Ömer just opened a bookshop in Graz.",
+            "UPDATE_MEMORY",
+            "The user's cousin Ömer opened a bookshop in Graz.",
+        ),
+        ("Ömer sold the bookshop, he teaches now.", "UPDATE_MEMORY", "Ömer sold the bookshop, he teaches now."),
+        ("My old cat was put to sleep last week.", "UPDATE_USER", "The user's cat died."),
+        ("I do speak Basque.", "UPDATE_USER", "Speaks Basque."),  # The emphatic do says nothing.
+    ],
+)
+def test_households_in_chinese_weekly_activities_names_with_accents_and_losses(message: str, decision: str, fact: str):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+def test_a_forget_request_with_a_reason_said_by_the_household():
+    fact = classify_turn("Please forget our old street address, we don't live there anymore.").candidate_fact
+    assert fact == "Asked the agent to forget their old street address."
