@@ -214,6 +214,13 @@ def _user_fact_en(clause: str) -> str:
 def user_en(clause: str, *, greeted: bool) -> Finding | None:
     clause = rules.WE_HOUSEHOLD_EN.sub("I ", rules.FUTURE_LEAD_EN.sub("", expand(clause)))
     clause = re.sub(r"^I do (?=(?!not\b)[a-z]+\b)", "I ", clause)  # "I do speak Spanish": the emphatic do says nothing.
+    # "Got a MacBook Air to replace it", "Bought a used Fiat": the user's, said without "I".
+    clause = re.sub(
+        r"^(?=(?:just |finally |recently )?(?:got|bought|adopted|rescued|sold) (?:a|an|my|our|the) )",
+        "I ",
+        clause,
+        flags=re.I,
+    )
     if match := rules.CALL_ME_EN.match(clause):
         return write_finding(
             "UPDATE_USER",

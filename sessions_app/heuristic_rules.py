@@ -430,7 +430,9 @@ CHANGE_EN = re.compile(
     # A decision to take up a way of living, said before it shows: "I've decided to go fully vegan", "I have
     # decided to become a freelancer", "I'm going vegetarian from now on", "I have gone gluten-free".
     rf"^I\s+(?:have\s+)?(?:finally\s+)?decided\s+to\s+(?:(?:go|turn)\s+{FULLY}(?:{DIETS}|{WORK_MODES})\b|"
-    r"become\s+(?:a|an)\s+\w)|"
+    r"become\s+(?:a|an)\s+\w|"
+    # And to give one up: "I decided to give up my vegetarianism", "I've decided to quit being vegan".
+    rf"(?:give up|quit|stop being|drop)\s+(?:(?:my|being)\s+)?(?:a\s+)?(?:{DIETS}|{WORK_MODES})\w*)|"
     rf"^I\s+(?:am\s+(?:now\s+)?going|have\s+(?:now\s+)?gone)\s+{FULLY}(?:{DIETS}|{WORK_MODES})\b|"
     r"^I\s+(?:am|do|have)?\s*no longer\b|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
     r"^I\s+(?:now|nowadays)\s+\w+|"
@@ -592,7 +594,7 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         "what the user owns",
         re.compile(
-            rf"^(?:I|we)\s+{ADV}(?:(?:just|recently|finally|now)\s+)*(?:own|bought|purchased|leased|drive)\s+"
+            rf"^(?:I|we)\s+{ADV}(?:(?:just|recently|finally|now)\s+)*(?:own|bought|got|purchased|leased|drive)\s+"
             r"(?:a|an|one|our|my)\s+(?:new\s+|used\s+|second-hand\s+|first\s+)?(?:(?-i:[A-Z][\w-]*)\b|(?:car|bike|"
             r"motorbike|motorcycle|scooter|e-bike|van|truck|boat|house|flat|apartment|condo|cottage|piano|horse)\b)",
             re.I,

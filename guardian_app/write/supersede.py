@@ -83,6 +83,7 @@ _WEEKDAYS_EN = r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekdays|weeken
 _WEEKDAYS_ZH = r"[一二三四五六日天]"
 _WEEKDAY_RE = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekday|weekend|[一二三四五六日天]", _I)
 _WEEKLY_PLACES_EN = r"office|gym|studio|campus|home|site|lab|pool|school|university|class"
+_GAVE_UP = r"\b(?:gave up|give up|giving up|given up|quit|quitting|stopped being|dropped)\b"
 _WEEKLY_PLACES_ZH = r"办公室|公司|单位|健身房|学校|游泳馆|家办公|实验室|工作室|画室|图书馆"
 # A shift is kept on weekdays the way a place is visited: "每周二和周四晚上值夜班", "夜班改到周一和周五了".
 _SHIFTS_ZH = r"大夜班|小夜班|夜班|白班|早班|晚班|中班"
@@ -234,6 +235,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"(?:at|for|with)\s+(?P<v>[A-Z0-9][^,.;]*)",
         ),
         ("employer", r"\b(?:joined|works? at|working at)\s+(?P<v>[^,.;]+)"),
+        # "took the front desk job at Dallinger & Marte", "landed a new role with Wise".
+        (
+            "employer",
+            r"\b(?:took|takes|got|landed|accepted|started|has)\s+(?:a|an|the)\s+(?:new\s+)?(?:[\w-]+\s+){0,3}?"
+            r"(?:job|position|role|post)\s+(?:at|with|in)\s+(?P<v>[A-Z0-9][^,.;]*)",
+        ),
         (
             "employer",
             r"\b(?:is|am|works as)\s+(?:an?|the)\s+(?:[\w-]+\s+){0,3}?(?:at|for|with)\s+(?P<v>[a-z0-9][^,.;]*)",
@@ -262,6 +269,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             rf"\b(?:is|am|are|went|became|eats?|turned)\s+(?:(?:a|an|fully|strictly|mostly)\s+)*(?P<v>{_DIETS})\b",
         ),
         ("diet", rf"\b(?:not|no longer)\s+(?:a\s+|an\s+)?(?P<v>{_DIETS})\b"),
+        # Given up: "Decided to give up their vegetarianism", "quit being vegan" (read as a negation below).
+        ("diet", rf"{_GAVE_UP}\s+(?:(?:my|their|his|her|being)\s+)?(?:a\s+|an\s+)?(?P<v>{_DIETS})\w*"),
         ("diet", r"(?P<v>吃素|素食主义者|素食者|纯素)"),
         ("diet", rf"\b(?P<v>{_DIETS})\b"),  # Named anywhere else: "started eating fish, so pescatarian is fine".
         (
@@ -331,9 +340,14 @@ _NAMED = re.compile(
     # Verbs in the past that end in neither s nor d ("Got hired by Monzo.", "Took a new job at Wise.").
     r"Got|Took|Left|Quit|Went|Sold|Bought|Became|Began|Made|Kept|Lost|Built|Ran|Met|Spent|Gave|Grew|Came|"
     r"Brought|Drove|Flew|Fell|Won|Wrote|Taught|Sat|Set|Put|Sent|Lent|Felt|Slept|Swam|Stuck|Struck|Split)\b)"
-    r"(?P<n>[A-Z][a-z-]+(?<![sd])(?: [A-Z][a-z-]+)?)(?:'s\s|\s+(?:(?:recently|now|just|also|still|currently|finally|usually|has|have)\s+)?"
+    r"(?:(?P<n>[A-Z][a-z-]+(?<![sd])(?: [A-Z][a-z-]+)?)(?:'s\s|\s+(?:(?:recently|now|just|also|still|currently|finally|usually|has|have)\s+)?"
     r"(?=[a-z]{2,}(?:s|ed)\b|is\b|has\b|was\b|no longer\b|now\b)|"
-    r"(?=[\u4e00-\u9fff]))"
+    r"(?=[\u4e00-\u9fff]))|"
+    # A name that ends in s or d ("Ines", "David") only before a verb: "Likes dogs" is a verb and its object.
+    r"(?!(?:Has|Is|Was|Does|Did|Had|Said|Needs|Wants|Plays|Reads|Likes|Loves|Lives|Works|Uses|Owns|Speaks|Prefers|"
+    r"Runs|Rides|Drives|Attends|Spends|Keeps|Takes|Makes|Goes|Teaches|Studies|Leads|Builds|Holds|Finds|Sends)\b)"
+    r"(?P<n2>[A-Z][a-z-]+(?<!ed)[sd])(?:'s\s|\s+(?=(?:is|has|had|was|does|did|no longer|lives|works|moved|relocated|left|"
+    r"joined|started|quit|runs|owns|teaches|studies|speaks|prefers|likes|loves|drives|rides)\b)))"
 )
 
 
@@ -363,9 +377,10 @@ def attribute(fact: str) -> Attribute | None:
     found = _attribute("my " + _line_text(fact)[named.end() :] if named and named.group(0).endswith("'s ") else fact)
     if found is None or named is None or found.key.startswith("who-is:"):
         return found
-    if found.value == named.group("n").casefold():  # "Tom is the user's boss.": the name is the value.
+    name = (named.group("n") or named.group("n2")).casefold()
+    if found.value == name:  # "Tom is the user's boss.": the name is the value.
         return found
-    return Attribute(f"{named.group('n').casefold()}:{found.key}", found.value, found.negated)
+    return Attribute(f"{name}:{found.key}", found.value, found.negated)
 
 
 def _attribute(fact: str) -> Attribute | None:
@@ -408,6 +423,10 @@ def _attribute(fact: str) -> Attribute | None:
                 negated = False  # The old days said as "不去了" beside the new ones: a new value, not a negation.
             if candidate is stripped and not key.startswith("my:"):
                 key_name = _owned_by(text, stripped[: match.start()], key_name)
+            if key == "diet" and re.search(_GAVE_UP, candidate, re.I):
+                negated = True
+            if key == "home" and re.match(r"(?:moved|moving|relocated|relocating)\b", match.group(0), re.I):
+                negated = False  # "Has left Trofaiach, moved to Schärding": the place moved to is not negated.
             return Attribute(key_name, value, negated)
     return None
 
@@ -435,7 +454,7 @@ def _keyed_stale_lines(fact: str, content: str) -> list[str]:
             continue
         same_value = old.value == new.value or old.value in new.value or new.value in old.value
         if new.negated:
-            if same_value or new.key in {"diet", "employer"}:
+            if same_value or new.key.rsplit(":", 1)[-1] in {"diet", "employer"}:  # Also someone's ("jiahui:employer").
                 stale.append(line)
         elif not same_value:
             stale.append(line)

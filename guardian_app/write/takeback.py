@@ -140,10 +140,20 @@ def _same_relation(line: str, found: re.Match[str], relation: list[str]) -> bool
     return bool(negated & said)
 
 
+# A name in Latin letters negated in Chinese: "用户已经不在Jørgensen & Søn ApS上班了" takes back "Started working at
+# Jørgensen & Søn ApS." (a line of either language that states it).
+_NEGATED_LATIN_ZH = re.compile(
+    r"(?:不再|已经不|不)(?:在|去|用|开|骑)(?P<v>[A-Za-z\u00c0-\u024f][\w&.'\u00c0-\u024f -]*?[\w.])\s*(?:上班|工作|任职|了)"
+)
+
+
 def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
     who = _subject(fact)
     stale: list[str] = []
     english = _NEGATED_VALUE_EN.search(fact) if _STILL_NEGATED_EN.search(fact) else None
+    if latin := _NEGATED_LATIN_ZH.search(fact):
+        value = re.compile(rf"(?<![\w-]){re.escape(latin.group('v'))}(?![\w-])", re.I)
+        stale += [line for line in lines if (at := value.search(line)) and _states(line, at.start())]
     relation = []
     if english is not None:
         relation = _relation(fact[english.start() : english.start("v")])
@@ -222,7 +232,9 @@ def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
     elif match := _DISPOSED_ZH.search(fact):
         thing = re.sub(r"^(?:我的|我们的|那辆|那台|那个|旧)", "", match.group("thing") or match.group("thing2")).strip()
         end = thing if thing.isascii() else thing[-2:]  # "Vespa" whole; "折叠自行车" by its last two characters.
-        has = re.compile(rf"(?:有|买了?|养了?|骑|开)[^，。；]{{0,6}}?{re.escape(end)}", re.I)
+        # A name in Latin letters may stand in an English line ("Rides a red Vespa to work").
+        english = r"|\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?)\b[^.;]{0,40}?" if thing.isascii() else ""
+        has = re.compile(rf"(?:(?:有|买了?|养了?|骑|开)[^，。；]{{0,6}}?{english}){re.escape(end)}", re.I)
     else:
         return []
     who = _person(fact)

@@ -462,3 +462,44 @@ def test_a_value_said_as_changed_to_replaces_the_old_one(stored: str, fact: str)
 )
 def test_v7_classes_take_back_only_the_line_they_name(stored: str, fact: str, stale: list[str]):
     assert superseded_lines(fact, stored) == stale
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # Someone else's move after "left X": the place moved to is not negated.
+            "Ines has left Braga, moved to Faro to be near the sea.",
+            "- Ines lives in Braga for now.\n- Lives in Porto.\n",
+            ["- Ines lives in Braga for now."],
+        ),
+        (  # Someone else's job: the negation of the old work and the new job both end the old line.
+            "Ines is not waitressing anymore, Ines took the night manager job at Hotel Lusitano.",
+            "- Ines works at the Café Central in Braga as a waitress.\n- Works at Acme.\n",
+            ["- Ines works at the Café Central in Braga as a waitress."],
+        ),
+        (  # A name in Latin letters negated in Chinese, stated in an English line.
+            "用户已经不在Brightwave上班了，现在自己接项目。",
+            "- Started working at Brightwave.\n- Lives in Porto.\n",
+            ["- Started working at Brightwave."],
+        ),
+        (
+            "用户把Brompton卖了。",
+            "- Rides a Brompton to work.\n- The user's brother rides a Brompton.\n",
+            ["- Rides a Brompton to work."],
+        ),
+        (  # Given up, by a word made from the diet's name.
+            "Decided to give up their veganism for good.",
+            "- Is vegan.\n- Drinks oat milk.\n",
+            ["- Is vegan."],
+        ),
+    ],
+)
+def test_moves_jobs_and_things_given_up_across_people_and_scripts(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale
+
+
+def test_a_verb_that_ends_in_s_or_d_is_not_a_name_but_ines_and_david_are():
+    assert attribute("Has relocated to York.").key == "home"
+    assert attribute("Likes dogs.") is None or not attribute("Likes dogs.").key.startswith("likes:")
+    assert attribute("Ines lives in Braga.").key == "ines:home"
+    assert attribute("David works at Acme.").key == "david:employer"

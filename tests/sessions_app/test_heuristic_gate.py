@@ -831,3 +831,26 @@ def test_households_in_chinese_weekly_activities_names_with_accents_and_losses(m
 def test_a_forget_request_with_a_reason_said_by_the_household():
     fact = classify_turn("Please forget our old street address, we don't live there anymore.").candidate_fact
     assert fact == "Asked the agent to forget their old street address."
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        (
+            "I decided to give up my veganism, I missed cheese.",
+            "Decided to give up their veganism, the user missed cheese.",
+        ),
+        (
+            "Got a Kindle to replace it, so I use that now.",
+            "Got a Kindle to replace it, so the user uses that now.",
+        ),
+    ],
+)
+def test_a_diet_given_up_and_something_got_without_i(message: str, fact: str):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == ("UPDATE_USER", fact)
+
+
+@pytest.mark.parametrize("message", ["Got a question for you.", "Got the tickets."])
+def test_got_without_i_and_without_a_thing_of_the_users_is_not_a_fact(message: str):
+    assert classify_turn(message).decision == "NO_WRITE"
