@@ -139,7 +139,8 @@ def load_corpus(path: Path) -> list[dict[str, Any]]:
 
 def _contains(text: str, needle: str) -> bool:
     if needle.isascii() and re.fullmatch(r"[\w:. -]+", needle):
-        return re.search(rf"(?<![\w]){re.escape(needle)}(?![\w])", text, re.IGNORECASE) is not None
+        # A Latin word beside Chinese ("搬到了Gallneukirchen，") is a word: only Latin letters and digits bound it.
+        return re.search(rf"(?<![A-Za-z0-9_]){re.escape(needle)}(?![A-Za-z0-9_])", text, re.IGNORECASE) is not None
     return needle.casefold() in text.casefold()
 
 
@@ -168,11 +169,15 @@ def _stated_as_current(text: str, needle: str) -> bool:
         before = line[max(0, at - 40) : at] if at >= 0 else ""
         if _NEGATED.search(before):
             continue
-        if not re.search(_AS_PAST, before, re.IGNORECASE) and not re.search(
-            # "… anymore", "太极拳不练了": the negation right after the value.
-            r"^\W*(?:anymore|any more|any longer)\b|^[\u4e00-\u9fff]{0,2}(?:不再|已经不|不)[\u4e00-\u9fff]了",
-            line[at + len(needle) :] if at >= 0 else "",
-            re.IGNORECASE,
+        if (
+            not re.search(_AS_PAST, before, re.IGNORECASE)
+            and not re.search(
+                # "… anymore", "太极拳不练了": the negation right after the value.
+                r"^\W*(?:anymore|any more|any longer)\b|^[\u4e00-\u9fff]{0,2}(?:不再|已经不|不)[\u4e00-\u9fff]了|"
+                r"^\s*(?:卖|送人|扔|处理)掉?了",  # "把Vespa卖了": sold.
+                line[at + len(needle) :] if at >= 0 else "",
+                re.IGNORECASE,
+            )
         ):
             return True
     return False

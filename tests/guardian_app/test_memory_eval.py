@@ -176,6 +176,9 @@ def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where
         ("- 用户不住台中了。", "台中", False),
         ("- 用户住在台中。", "台中", True),
         ("- 用户不再练太极拳了。", "太极", False),
+        ("- 用户已经搬到了Gallneukirchen，房子大一点。", "Gallneukirchen", True),  # A Latin word beside Chinese.
+        ("- Lives in Gallneukirchenstadt.", "Gallneukirchen", False),
+        ("- 用户把Vespa卖了，冬天太冷。", "Vespa", False),
     ],
 )
 def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: str, value: str, current: bool):
