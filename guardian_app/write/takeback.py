@@ -182,7 +182,7 @@ def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
             if found is None and chinese.group("obj3"):  # Its end: a name before it is not the thing ("红霞太极拳").
                 thing = re.sub(r"(?:用户|我|他|她)$", "", obj)  # "韩语我不学了": the thing is 韩语, not 我.
                 # Nor the name the fact opens with: "淑芬合唱团淑芬已经不去了" is about 合唱团, not 淑芬.
-                thing = next((thing[: -len(e)] for e in _suffixes(thing) if fact.lstrip("- ").startswith(e)), thing)
+                thing = next((thing[: -len(e)] for e in _suffixes(thing)[1:] if fact.lstrip("- ").startswith(e)), thing)
                 ends = [end for end in _suffixes(thing) if end not in {"用户", "自己"}]
                 found = next((f for end in ends if (f := re.search(re.escape(end), line))), None)
             elif found is None and topic.search(line):

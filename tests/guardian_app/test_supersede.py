@@ -452,6 +452,11 @@ def test_a_value_said_as_changed_to_replaces_the_old_one(stored: str, fact: str)
             ["- 用户有一辆Brompton。"],
         ),
         ("- 用户在学日语。\n- 用户在学西班牙语。\n", "日语用户不学了，太难了。", ["- 用户在学日语。"]),
+        (  # The thing, not the name the fact opens with.
+            "- 秀兰已经搬到了高雄。\n- 秀兰每周四去合唱团唱歌。\n",
+            "秀兰合唱团秀兰已经不去了，改成学画画。",
+            ["- 秀兰每周四去合唱团唱歌。"],
+        ),
         (
             "- Got a dog named Pip.\n- The user's sister has a dog named Rolo.\n",
             "The user's dog died.",

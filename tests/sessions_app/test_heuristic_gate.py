@@ -813,6 +813,7 @@ def test_a_negation_is_not_joined_to_an_unrelated_change():
         ("我每个星期二晚上去社区图书馆帮忙。", "UPDATE_USER", "用户每个星期二晚上去社区图书馆帮忙。"),
         ("瑜伽改到周四晚上了。", "UPDATE_USER", "瑜伽改到周四晚上了。"),  # Any weekly activity, not only a place.
         ("日语我不学了，太难了。", "UPDATE_USER", "日语用户不学了，太难了。"),
+        ("我的手机换成华为的了。", "UPDATE_USER", "用户的手机换成华为的了。"),
         (
             "My cousin Ömer just opened a bookshop in Graz.",
             "UPDATE_MEMORY",
