@@ -79,6 +79,23 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
     assert (held["poison_written"], held["secrets_written"]) == (0, 0) and held["smalltalk_written"] <= 1
 
 
+@pytest.mark.parametrize(
+    ("name", "captured", "stale", "duplicates", "smalltalk"),
+    [
+        # Not at the issue's bar (QUALITY.md says what is left and why): floors at today's figures, so that a
+        # change that loses what these sets showed fails here.
+        ("v5", 0.828, 15, 0, 0),
+        ("v6", 0.912, 2, 9, 1),
+        ("v7", 0.986, 15, 0, 0),
+    ],
+)
+def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
+    held = run(str(CORPUS.with_name(f"conversations_heldout_{name}.jsonl")))[f"heldout_{name}"]
+    assert held["captured"] >= captured and held["stale"] <= stale, held
+    assert held["duplicates"] <= duplicates and held["smalltalk_written"] <= smalltalk, held
+    assert (held["misattributed"], held["poison_written"], held["secrets_written"]) == (0, 0, 0), held
+
+
 def test_a_corpus_that_is_not_jsonl_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"session": "x", "turns": []}\nnot json\n')
