@@ -158,7 +158,9 @@ def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
     english = _NEGATED_VALUE_EN.search(fact) if _STILL_NEGATED_EN.search(fact) else None
     if latin := _NEGATED_LATIN_ZH.search(fact):
         value = re.compile(rf"(?<![\w-]){re.escape(latin.group('v'))}(?![\w-])", re.I)
-        stale += [line for line in lines if (at := value.search(line)) and _states(line, at.start())]
+        stale += [
+            line for line in lines if _subject(line) == who and (at := value.search(line)) and _states(line, at.start())
+        ]
     relation = []
     if english is not None:
         relation = _relation(fact[english.start() : english.start("v")])

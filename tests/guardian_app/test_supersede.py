@@ -482,9 +482,9 @@ def test_v7_classes_take_back_only_the_line_they_name(stored: str, fact: str, st
             "- Ines works at the Café Central in Braga as a waitress.\n- Works at Acme.\n",
             ["- Ines works at the Café Central in Braga as a waitress."],
         ),
-        (  # A name in Latin letters negated in Chinese, stated in an English line.
+        (  # A name in Latin letters negated in Chinese, stated in an English line; never someone else's.
             "用户已经不在Brightwave上班了，现在自己接项目。",
-            "- Started working at Brightwave.\n- Lives in Porto.\n",
+            "- Started working at Brightwave.\n- Lives in Porto.\n- Ines's husband works at Brightwave too.\n",
             ["- Started working at Brightwave."],
         ),
         (
