@@ -4,7 +4,8 @@ USER.md describes the workspace's owner only (``sessions_app.speakers``). A fact
 about themselves ("I live in Madrid", from a second sender) is written to MEMORY.md with the person named
 ("Marta lives in Madrid."), never as the user's; a rule for the agent's manner or identity (SOUL.md,
 IDENTITY.md) from someone who is not the owner is held for the owner to review. Facts from the owner, or from
-a turn without a sender, go where the gate sent them.
+a turn without a sender, go where the gate sent them, unless the owner's other file (USER.md or the tools file)
+is where the attribute they update is stated (``where_stated``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from guardian_app.errors import UnsafeFile
+from guardian_app.write import workspace
+from guardian_app.write.supersede import superseded_lines
+from reflection_site import memory_files
 from reflection_site.text import is_cjk
 from sessions_app.models import MemoryGateDecision
 from sessions_app.speakers import Speaker, speaker_of
@@ -59,7 +64,7 @@ def route(decision: MemoryGateDecision, target_file: str, fact: str) -> Route:
     """Where ``fact`` from ``decision`` goes, as which text, or why it is held (see the module docstring)."""
     speaker: Speaker = speaker_of(decision.turn)
     if speaker.is_owner or speaker.name is None:
-        return Route(target_file, fact, speaker=speaker.name)
+        return Route(where_stated(target_file, fact), fact, speaker=speaker.name)
     if target_file in OWNER_ONLY:
         return Route(
             target_file,
@@ -74,6 +79,23 @@ def route(decision: MemoryGateDecision, target_file: str, fact: str) -> Route:
             "MEMORY.md", _speaker_throughout(name_the_person(fact, speaker.name), speaker.name), speaker=speaker.name
         )
     return Route(target_file, fact, speaker=speaker.name)
+
+
+def where_stated(target_file: str, fact: str) -> str:
+    """The owner's other file (USER.md or the tools file) when it, and not ``target_file``, holds the line ``fact``
+    updates or takes back: "I'm on macOS now" for USER.md, when the tools file says "Uses Windows". One attribute
+    has one place, so the new value replaces the old one there rather than standing beside it in another file."""
+    mapping = memory_files.active().file_for_decision
+    pair = (mapping["UPDATE_USER"], mapping["UPDATE_TOOLS"])
+    if target_file not in pair:
+        return target_file
+    other = pair[1] if target_file == pair[0] else pair[0]
+    try:
+        if superseded_lines(fact, workspace.read_file(target_file) or ""):
+            return target_file
+        return other if superseded_lines(fact, workspace.read_file(other) or "") else target_file
+    except (OSError, UnsafeFile):  # Not a regular file: the guarded write says so for the target; nothing moves.
+        return target_file
 
 
 OWNER = "owner"  # What a correction says to give a fact back to the workspace's owner.

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from guardian_app.write.similarity import preference_attribute, style_attribute
-from guardian_app.write.takeback import takeback_lines
-from reflection_site import memory_files
+from guardian_app.write.takeback import someone_elses, takeback_lines
+from reflection_site import glossary, memory_files
 from reflection_site.text import content_words, fold
 
 _I = re.IGNORECASE
@@ -31,27 +31,9 @@ _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 # Tools that exclude each other within a category (one editor at a time).
 TOOL_CATEGORIES: dict[str, tuple[str, ...]] = {
-    "editor": (
-        "vim",
-        "neovim",
-        "nvim",
-        "emacs",
-        "vscode",
-        "vs code",
-        "visual studio code",
-        "sublime text",
-        "sublime",
-        "pycharm",
-        "intellij",
-        "webstorm",
-        "goland",
-        "zed",
-        "helix",
-        "cursor",
-        "nano",
-        "atom",
-        "xcode",
-        "android studio",
+    "editor": tuple(
+        "vim|neovim|nvim|emacs|vscode|vs code|visual studio code|sublime text|sublime|pycharm|intellij|webstorm|"
+        "goland|zed|helix|cursor|nano|atom|xcode|android studio".split("|")
     ),
     "shell": ("bash", "zsh", "fish", "nushell", "powershell"),
     "os": ("macos", "mac os", "linux", "windows", "ubuntu", "fedora", "debian", "arch linux", "nixos", "chromeos"),
@@ -452,7 +434,7 @@ def _keyed_stale_lines(fact: str, content: str) -> list[str]:
         unqualified = new.key.startswith("who-is:") and "@" not in new.key and len(same_role) == 1
         if old is None or old.negated or not (old.key == new.key or (unqualified and line in same_role)):
             continue
-        same_value = old.value == new.value or old.value in new.value or new.value in old.value
+        same_value = old.value in new.value or new.value in old.value or _translates(old.value, new.value)
         if new.negated:
             if same_value or new.key.rsplit(":", 1)[-1] in {"diet", "employer"}:  # Also someone's ("jiahui:employer").
                 stale.append(line)
@@ -461,37 +443,58 @@ def _keyed_stale_lines(fact: str, content: str) -> list[str]:
     return stale
 
 
+def _translates(a: str, b: str) -> bool:
+    """Whether one value is the other in the other language ("柏林" and "berlin"; ``reflection_site.glossary``)."""
+    chinese, latin = (a, b) if CJK_EVENT.search(a) else (b, a)
+    return bool(CJK_EVENT.fullmatch(chinese)) and latin.isascii() and glossary.english_at(chinese, latin) == 0
+
+
 _NEGATION_WORDS = frozenset({"no", "longer", "not", "anymore", "more", "any", "doesn't", "don't", "does", "do"})
 
 
 def negated_habit_lines(fact: str, content: str) -> list[str]:
     """A negation without an attribute ("Doesn't drink coffee anymore.") takes back the lines that say all it
-    names ("Drinks two coffees every morning."): at least two content words, every one of them in the line."""
+    names ("Drinks two coffees every morning.", "用户每天早上喝咖啡。"): at least two content words, every one of them
+    in the line (in a Chinese line, a word the dictionary gives for it, ``reflection_site.glossary``)."""
     if not (_NEGATION_EN.search(fact) or _NEGATION_ZH.search(fact)) or attribute(fact) is not None:
         return []
     named = {w for w in content_words(fact) if w not in _NEGATION_WORDS}
     if len(named) < 2:
         return []
+
+    def says_all(
+        line: str,
+    ) -> bool:  # In a Chinese line, by the dictionary: "用户每天早上喝咖啡。" says drink and coffee.
+        if CJK_EVENT.search(line) and not CJK_EVENT.search(fact):
+            spans = [glossary.find(word, line) for word in named]
+            return all(spans) and not someone_elses(line, min(span[0] for span in spans))
+        return named <= set(content_words(line))
+
     return [
         line
         for line in (content or "").splitlines()
         if line.strip()
         and not memory_files.is_heading(line)
-        and named <= set(content_words(line))
+        and says_all(line)
         and not (_NEGATION_EN.search(line) or _NEGATION_ZH.search(line))
     ]
 
 
+def _liked_most(found: Attribute, text: str) -> bool:  # "The user's favorite color is blue.", "用户最喜欢蓝色".
+    return found.key.startswith("my:favo") or (found.key.startswith("prefers:") and "最" in text)
+
+
 def restated_line(fact: str, content: str) -> str | None:
-    """The line of ``content`` that already states ``fact``'s attribute with the same value ("Likes concise
-    answers." after "Prefers concise answers."), or None."""
+    """The line of ``content`` that already states ``fact``'s attribute with the same value ("Likes concise answers."
+    after "Prefers concise answers.", "用户住在柏林。" after "Lives in Berlin."; a favourite, or what is liked most), or None."""
     new = attribute(fact)
     if new is None or new.negated:
         return None
     for line in (content or "").splitlines():
-        if not line.strip() or memory_files.is_heading(line):
+        old = None if not line.strip() or memory_files.is_heading(line) else attribute(line)
+        if old is None or old.negated:
             continue
-        old = attribute(line)
-        if old is not None and not old.negated and old.key == new.key and old.value == new.value:
+        same = old.key == new.key or (_liked_most(old, line) and _liked_most(new, fact))
+        if same and (old.value == new.value or _translates(old.value, new.value)):
             return line
     return None

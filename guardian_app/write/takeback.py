@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import re
 
-from reflection_site import memory_files
-from reflection_site.text import content_words, stem, stop_words, words
+from reflection_site import glossary, memory_files
+from reflection_site.text import CJK_RUN, content_words, stem, stop_words, words
 
 _CAP = r"(?-i:[A-Z][\w&'-]*)"
 # "not at Halvorsen Ltd anymore", "no longer drives the Vespa", "doesn't work for Acme and Sons any more".
@@ -173,25 +173,60 @@ def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
             if found and _states(line, found.start()) and _same_relation(line, found, relation):
                 stale.append(line)
                 continue
-        if chinese is not None:
-            verb = chinese.group("verb") or chinese.group("verb2") or chinese.group("verb3")
-            obj = chinese.group("obj") or chinese.group("obj2") or chinese.group("obj3")
-            verbs = verb + (_ROLE_VERBS_ZH if verb in _ROLE_VERBS_ZH else "")
-            found = re.search(rf"[{verbs}](?:了|着|过)?[^，。；,.;]{{0,4}}?{re.escape(obj)}", line)
-            # The thing said first in the fact ("太极拳不练了") or in the line ("夜班改到周一和周五了"): a line that holds
-            # it, whatever verb it uses ("每天早上去公园打太极拳").
-            topic = re.compile(rf"^\W*(?:用户|{re.escape(who or '用户')})?(?:的)?{re.escape(obj)}")
-            if found is None and chinese.group("obj3"):  # Its end: a name before it is not the thing ("红霞太极拳").
-                thing = re.sub(r"(?:用户|我|他|她)$", "", obj)  # "韩语我不学了": the thing is 韩语, not 我.
-                # Nor the name the fact opens with: "淑芬合唱团淑芬已经不去了" is about 合唱团, not 淑芬.
-                thing = next((thing[: -len(e)] for e in _suffixes(thing)[1:] if fact.lstrip("- ").startswith(e)), thing)
-                ends = [end for end in _suffixes(thing) if end not in {"用户", "自己"}]
-                found = next((f for end in ends if (f := re.search(re.escape(end), line))), None)
-            elif found is None and topic.search(line):
-                found = re.search(re.escape(obj), line)
-            if found and _states(line, found.start()):
+            at = None if found else _in_chinese(english.group("v"), relation, line)
+            if at is not None and _states(line, at):
+                stale.append(line)
+                continue
+        if chinese is not None and (found := _negated_zh_in(fact, who, chinese, line)) is not None:
+            if _states(line, found):
                 stale.append(line)
     return stale
+
+
+def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str) -> int | None:
+    """Where ``line`` holds what the Chinese negation ``chinese`` names, or None."""
+    verb = chinese.group("verb") or chinese.group("verb2") or chinese.group("verb3")
+    obj = chinese.group("obj") or chinese.group("obj2") or chinese.group("obj3")
+    verbs = verb + (_ROLE_VERBS_ZH if verb in _ROLE_VERBS_ZH else "")
+    found = re.search(rf"[{verbs}](?:了|着|过)?[^，。；,.;]{{0,4}}?{re.escape(obj)}", line)
+    # The thing said first in the fact ("太极拳不练了") or in the line ("夜班改到周一和周五了"): a line that holds
+    # it, whatever verb it uses ("每天早上去公园打太极拳").
+    topic = re.compile(rf"^\W*(?:用户|{re.escape(who or '用户')})?(?:的)?{re.escape(obj)}")
+    thing = obj
+    if chinese.group("obj3"):  # Its end: a name before it is not the thing ("红霞太极拳").
+        thing = re.sub(r"(?:用户|我|他|她)$", "", obj)  # "韩语我不学了": the thing is 韩语, not 我.
+        # Nor the name the fact opens with: "淑芬合唱团淑芬已经不去了" is about 合唱团, not 淑芬.
+        thing = next((thing[: -len(e)] for e in _suffixes(thing)[1:] if fact.lstrip("- ").startswith(e)), thing)
+    if found is None and chinese.group("obj3"):
+        ends = [end for end in _suffixes(thing) if end not in {"用户", "自己"}]
+        found = next((f for end in ends if (f := re.search(re.escape(end), line))), None)
+    elif found is None and topic.search(line):
+        found = re.search(re.escape(obj), line)
+    if found is not None:
+        return found.start()
+    return _in_english(verb, thing, line)
+
+
+def _in_english(verb: str, thing: str, line: str) -> int | None:
+    """Where an English line holds a thing negated in Chinese, by the dictionary ("韩语我不学了" and "Is learning
+    Korean right now."): the thing's word, after a word of the verb's, and the person's own."""
+    if CJK_RUN.search(line):
+        return None
+    at = glossary.english_at(thing, line)
+    if at < 0 or glossary.english_at(verb, line[:at]) < 0 or _KIN_BEFORE.search(line[:at]):
+        return None
+    return at
+
+
+def _in_chinese(value: str, relation: list[str], line: str) -> int | None:
+    """Where a Chinese line holds a name negated in English, by the dictionary ("No longer learning Korean." and
+    "用户在学韩语。"): a Chinese word for the name, after one for the verb, and the person's own."""
+    if not relation or " " in value.strip() or not CJK_RUN.search(line):
+        return None
+    span = glossary.find(value, line)
+    if span is None or _KIN_ZH.search(line[: span[0]]):
+        return None
+    return span[0] if any(glossary.find(verb, line[: span[0]]) for verb in relation) else None
 
 
 _LOST_KIND = re.compile(r"^The user's (?P<kind>[\w -]{2,30}?) died\.$")
@@ -230,6 +265,11 @@ _DISPOSED_EN = re.compile(
 _DISPOSED_ZH = re.compile(
     r"把(?P<thing>[\u4e00-\u9fff]{1,6}?|[A-Za-z][\w -]{0,20}?)(?:卖|送人|送给[\u4e00-\u9fff]{1,4}|扔|处理)(?:掉)?了|卖掉了(?P<thing2>[\u4e00-\u9fff]{1,6}?)(?:[，。,.]|$)"
 )
+
+
+def someone_elses(line: str, at: int) -> bool:
+    """Whether what stands at ``at`` in ``line`` is a relative's or a friend's ("The user's sister …", "用户的女儿在学…")."""
+    return bool(_KIN_BEFORE.search(line[:at]) or _KIN_ZH.search(line[:at]))
 
 
 def _disposed_lines(fact: str, lines: list[str]) -> list[str]:

@@ -188,3 +188,22 @@ def test_the_speakers_i_past_the_subject_is_the_speaker_too(workspace):
     assert "Priya is not at Halvorsen anymore, Priya joined Brightwave this week." in memory
     assert "Lin不在银行工作了，Lin的新公司在杭州。" in memory
     assert "the user" not in memory and "用户" not in memory
+
+
+def test_an_update_goes_to_the_owners_file_that_states_the_attribute(workspace):
+    """One attribute, one place: the editor stated in TOOLS.md is replaced there by an update the gate sent to
+    USER.md, and the other way round; a new fact with nothing to update goes where the gate sent it."""
+    said("Ana", "UPDATE_TOOLS", "Uses Vim for everything.")
+    moved = said("Ana", "UPDATE_USER", "Switched to Emacs.")
+    assert moved.target_file == "TOOLS.md" and moved.status == Status.WRITTEN
+    tools = (workspace / "TOOLS.md").read_text()
+    assert "Emacs" in tools and "Vim" not in tools
+    assert not (workspace / "USER.md").exists() or "Emacs" not in (workspace / "USER.md").read_text()
+
+    said("Ana", "UPDATE_USER", "Lives in Lisbon.")
+    back = said("Ana", "UPDATE_TOOLS", "Moved to Porto.")
+    assert back.target_file == "USER.md"
+    assert "Porto" in (workspace / "USER.md").read_text() and "Lisbon" not in (workspace / "USER.md").read_text()
+
+    fresh = said("Ana", "UPDATE_USER", "Uses a Kindle for reading.")
+    assert fresh.target_file == "USER.md"

@@ -508,3 +508,52 @@ def test_a_verb_that_ends_in_s_or_d_is_not_a_name_but_ines_and_david_are():
     assert attribute("Likes dogs.") is None or not attribute("Likes dogs.").key.startswith("likes:")
     assert attribute("Ines lives in Braga.").key == "ines:home"
     assert attribute("David works at Acme.").key == "david:employer"
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # Negated in Chinese, stated in English: the thing and the verb, by the dictionary.
+            "法语用户不学了，工作太忙。",
+            "- Has been studying French since May.\n- Speaks English at work.\n",
+            ["- Has been studying French since May."],
+        ),
+        (
+            "用户已经不骑自行车了，改坐地铁。",
+            "- Rides a bicycle to the office.\n- The user's sister rides a bicycle too.\n",
+            ["- Rides a bicycle to the office."],
+        ),
+        (  # Another language learnt is not the one given up.
+            "用户不学法语了。",
+            "- Is learning German.\n",
+            [],
+        ),
+        (  # Negated in English, stated in Chinese.
+            "Isn't studying French anymore.",
+            "- 用户在学法语。\n- 用户的女儿在学法语。\n",
+            ["- 用户在学法语。"],
+        ),
+        (
+            "Doesn't drink tea anymore.",
+            "- 用户每天下午喝茶。\n- 用户喜欢看书。\n",
+            ["- 用户每天下午喝茶。"],
+        ),
+    ],
+)
+def test_a_negation_in_one_language_takes_back_the_line_in_the_other(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale
+
+
+def test_a_value_restated_in_the_other_language_is_the_same_value_not_a_new_one():
+    assert superseded_lines("用户住在巴黎。", "- Lives in Paris.\n") == []
+    assert superseded_lines("用户搬到了罗马。", "- Lives in Paris.\n") == ["- Lives in Paris."]
+    assert superseded_lines("Lives in Rome now.", "- 用户住在巴黎。\n") == ["- 用户住在巴黎。"]
+
+
+def test_a_favourite_restated_in_the_other_language_is_the_line_already_there():
+    from guardian_app.write.supersede import restated_line
+
+    stored = "- The user's favorite fruit is mango.\n"
+    assert restated_line("用户最喜欢芒果，夏天天天吃。", stored) == "- The user's favorite fruit is mango."
+    assert restated_line("用户最喜欢香蕉。", stored) is None
+    assert restated_line("The user's favorite fruit is mango.", "- 用户最喜欢芒果。\n") == "- 用户最喜欢芒果。"

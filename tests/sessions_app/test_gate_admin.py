@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from http import HTTPStatus
 
 import pytest
@@ -40,7 +41,8 @@ def test_decision_list_shows_the_chart_latency_and_failed_turns(
     assert '<td class="num">110 ms</td>' in html
     assert "1 turn(s) whose gate failed" in html
     assert "gate_status__exact=failed" in html
-    assert "cdn" not in html.lower()
+    # Nothing loaded from a CDN (a CSP nonce is random base64 and may spell "cdn": only addresses count).
+    assert not re.search(r"""(?:src|href)=["'][^"']*cdn""", html, re.I)
 
 
 def test_decision_list_filters_by_decision_and_searches_facts(admin_client, make_decision):
