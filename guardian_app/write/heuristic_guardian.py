@@ -122,6 +122,10 @@ def find_duplicate(fact: str, content: str, *, threshold: float | None = None) -
     return None
 
 
+# "红霞是红霞。", "Ana is Ana.": a greeting from someone who gives the name they are already known by.
+_SAID_OF_ITSELF = re.compile(r"^(?P<n>[^\s，。,.]{1,40}?)\s*(?:是|叫|就是|is|is called|'s name is)\s*(?P=n)\W*$", re.I)
+
+
 def vague_reason(fact: str) -> str | None:
     """Why the fact is too vague to remember, or None."""
     text = one_line(fact)
@@ -129,6 +133,8 @@ def vague_reason(fact: str) -> str | None:
     cjk = text_.count_cjk(text)
     if text.endswith(("?", "？")):
         return "a question, not a fact"
+    if _SAID_OF_ITSELF.match(text):
+        return "says only that a name is that name"
     if cjk:
         if cjk < 4:
             return "too short to stand on its own"

@@ -20,6 +20,22 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from guardian_app.write.attribute_words import (
+    DIETS,
+    EVENTS,
+    GAVE_UP,
+    LANGS,
+    ROLES_HELD,
+    SHIFTS_ZH,
+    TOOL_RE,
+    TOOL_TO_CATEGORY,
+    WEEKDAY_RE,
+    WEEKDAYS_EN,
+    WEEKDAYS_ZH,
+    WEEKLY_PLACES_EN,
+    WEEKLY_PLACES_ZH,
+    WHEN,
+)
 from guardian_app.write.similarity import preference_attribute, style_attribute
 from guardian_app.write.takeback import someone_elses, takeback_lines
 from reflection_site import glossary, memory_files
@@ -29,62 +45,10 @@ _I = re.IGNORECASE
 CJK_EVENT = re.compile(r"[\u4e00-\u9fff]+")
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
-# Tools that exclude each other within a category (one editor at a time).
-TOOL_CATEGORIES: dict[str, tuple[str, ...]] = {
-    "editor": tuple(
-        "vim|neovim|nvim|emacs|vscode|vs code|visual studio code|sublime text|sublime|pycharm|intellij|webstorm|"
-        "goland|zed|helix|cursor|nano|atom|xcode|android studio".split("|")
-    ),
-    "shell": ("bash", "zsh", "fish", "nushell", "powershell"),
-    "os": ("macos", "mac os", "linux", "windows", "ubuntu", "fedora", "debian", "arch linux", "nixos", "chromeos"),
-    "browser": ("chrome", "firefox", "safari", "edge", "brave", "arc", "vivaldi", "opera"),
-    "phone": ("iphone", "android", "pixel", "galaxy"),
-    "terminal": ("iterm", "iterm2", "alacritty", "kitty", "wezterm", "ghostty", "warp"),
-    "package manager": ("npm", "pnpm", "yarn", "bun", "pip", "poetry", "uv", "pipenv", "conda"),
-    "notes app": ("obsidian", "notion", "evernote", "logseq", "bear", "onenote"),
-    "chat app": ("slack", "teams", "discord", "mattermost", "钉钉", "飞书", "企业微信"),
-}
-_TOOL_TO_CATEGORY = {tool: category for category, tools in TOOL_CATEGORIES.items() for tool in tools}
-_TOOL_RE = "|".join(sorted((re.escape(t) for t in _TOOL_TO_CATEGORY), key=len, reverse=True))
-
-_ROLES_HELD = (
-    r"lead|leader|team lead|tech lead|manager|head|boss|director|owner|ceo|cto|cfo|coo|founder|chair|chairman|"
-    r"president|coordinator|point of contact|contact|captain|organi[sz]er|maintainer|admin|administrator|"
-    r"landlord|landlady|doctor|dentist|therapist|accountant|lawyer|teacher|coach"
-)
-_EVENTS = (
-    r"meetings?|appointments?|calls?|interviews?|deadlines?|flights?|train|exams?|reviews?|demo|stand-?up|"
-    r"presentation|party|wedding|trip|visit|sessions?|class|lessons?|check-?up|surgery|hearing|dinner|lunch"
-)
-_WHEN = (
-    r"(?:\d{1,2}(?::\d\d)?\s?(?:am|pm)|\d{1,2}:\d\d|noon|midnight|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*\s+\d{1,2}|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?"
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*|tomorrow|next \w+)"
-)
-_WEEKDAYS_EN = r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekdays|weekends)"
-_WEEKDAYS_ZH = r"[一二三四五六日天]"
-_WEEKDAY_RE = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekday|weekend|[一二三四五六日天]", _I)
-_WEEKLY_PLACES_EN = r"office|gym|studio|campus|home|site|lab|pool|school|university|class"
-_GAVE_UP = r"\b(?:gave up|give up|giving up|given up|quit|quitting|stopped being|dropped)\b"
-_WEEKLY_PLACES_ZH = r"办公室|公司|单位|健身房|学校|游泳馆|家办公|实验室|工作室|画室|图书馆"
-# A shift is kept on weekdays the way a place is visited: "每周二和周四晚上值夜班", "夜班改到周一和周五了".
-_SHIFTS_ZH = r"大夜班|小夜班|夜班|白班|早班|晚班|中班"
-_DIETS = r"vegetarian|vegan|pescatarian|keto|paleo|carnivore|omnivore|gluten-free|dairy-free|lactose-free|halal|kosher"
-_LANGS = (
-    r"english|chinese|mandarin|cantonese|french|german|spanish|italian|portuguese|japanese|korean|dutch|russian|"
-    r"arabic|hindi|polish|swedish|中文|英文|英语|法语|德语|日语|西班牙语|韩语|粤语|普通话"
-)
-_ROUTINES = {
-    "wake": r"wakes? up|gets? up|起床",
-    "bed": r"goes to bed|go to bed|goes to sleep|睡觉",
-    "workout": r"works? out|exercises?|goes to the gym|go to the gym|健身|跑步",
-    "standup": r"stand-?up|daily meeting|站会",
-    "lunch": r"has lunch|eats lunch|午饭|午餐",
-}
 
 _NEGATION_EN = re.compile(
     r"\bno longer\b|(?:\bnot\b|n't\b)[^.]{0,40}\b(?:anymore|any more|any longer)\b|\b(?:stopped|quit|gave up|left|dropped|"
-    r"ditched)\b|\bnot (?:a |an )?(?=" + _DIETS + r")",
+    r"ditched)\b|\bnot (?:a |an )?(?=" + DIETS + r")",
     _I,
 )
 _NEGATION_ZH = re.compile(r"不再|已经不|已不|不.{0,6}了|戒了|辞职|离职|离开了")
@@ -122,24 +86,24 @@ def _line_text(line: str) -> str:
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (key, re.compile(pattern, _I))
     for key, pattern in (
-        ("tool:{cat}", rf"\b(?:switched|moved|migrated|changed)\s+from\s+(?:{_TOOL_RE})\s+to\s+(?P<v>{_TOOL_RE})\b"),
+        ("tool:{cat}", rf"\b(?:switched|moved|migrated|changed)\s+from\s+(?:{TOOL_RE})\s+to\s+(?P<v>{TOOL_RE})\b"),
         (
             "tool:{cat}",
             rf"\b(?:uses?|using|switched to|moved to|migrated to|prefers?|codes? in|writes? code in|works? in|"
-            rf"runs?|is on|on an?)\s+(?P<v>{_TOOL_RE})\b",
+            rf"runs?|is on|on an?)\s+(?P<v>{TOOL_RE})\b",
         ),
-        ("tool:{cat}", rf"(?:用|使用|改用了?|换成了?|换用了?|开始用|切换到了?)\s*(?P<v>{_TOOL_RE})"),
+        ("tool:{cat}", rf"(?:用|使用|改用了?|换成了?|换用了?|开始用|切换到了?)\s*(?P<v>{TOOL_RE})"),
         # Which days a weekly habit falls on: "Goes to the office on Tuesdays and Thursdays", "每周二和周四去办公室".
         (
             "weekly:{k}",
             rf"\b(?:goes|go|going|commutes?|works?|working|is|am)\s+(?:to|in|into|at|from)\s+(?:the\s+)?"
-            rf"(?P<k>{_WEEKLY_PLACES_EN})\s+(?:on|every)\s+(?P<v>{_WEEKDAYS_EN}(?:(?:\s*,\s*|\s+and\s+|\s*&\s*){_WEEKDAYS_EN})*)",
+            rf"(?P<k>{WEEKLY_PLACES_EN})\s+(?:on|every)\s+(?P<v>{WEEKDAYS_EN}(?:(?:\s*,\s*|\s+and\s+|\s*&\s*){WEEKDAYS_EN})*)",
         ),
         (
             "weekly:{k}",
-            rf"每(?:周|星期|礼拜)(?P<v>{_WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{_WEEKDAYS_ZH})*)"
-            rf"(?:都|会)?(?:(?:早上|上午|中午|下午|晚上|夜里)?(?:去|到|在|回)(?P<k>{_WEEKLY_PLACES_ZH})|"
-            rf"(?:早上|上午|中午|下午|晚上|夜里)?(?:值|上|轮)(?P<k2>{_SHIFTS_ZH})|"
+            rf"每(?:周|星期|礼拜)(?P<v>{WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{WEEKDAYS_ZH})*)"
+            rf"(?:都|会)?(?:(?:早上|上午|中午|下午|晚上|夜里)?(?:去|到|在|回)(?P<k>{WEEKLY_PLACES_ZH})|"
+            rf"(?:早上|上午|中午|下午|晚上|夜里)?(?:值|上|轮)(?P<k2>{SHIFTS_ZH})|"
             # An activity the clause ends on: "每周三和周六早上去游泳".
             r"(?:早上|上午|中午|下午|晚上|夜里)?(?:去|到)(?P<k3>[\u4e00-\u9fff]{2,4}?)(?=[。，,.；;]|$))",
         ),
@@ -147,9 +111,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # longer, are not the value).
         (
             "weekly:{k}",
-            rf"(?:(?P<k>{_WEEKLY_PLACES_ZH}|{_SHIFTS_ZH})|^\W*(?:用户|我)?的?(?P<k3>[\u4e00-\u9fff]{{2,4}}?))"
+            rf"(?:(?P<k>{WEEKLY_PLACES_ZH}|{SHIFTS_ZH})|^\W*(?:用户|我)?的?(?P<k3>[\u4e00-\u9fff]{{2,4}}?))"
             r"(?:改成|改到|换成|换到)了?每?(?:周|星期|礼拜)"
-            rf"(?P<v>{_WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{_WEEKDAYS_ZH})*)",
+            rf"(?P<v>{WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{WEEKDAYS_ZH})*)",
         ),
         # A meeting moved: "组会改到周三下午三点了。" (the meeting must come just before the verb: "下周组会因为节假日改到
         # 12月9日" is one week's exception, not the standing time).
@@ -177,28 +141,31 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "who-is:{k}",
             rf"^(?P<v>[\w-]+(?: [\w-]+)?)\s+(?:is|has become|became)\s+(?:now\s+)?(?:the|our)\s+(?:new\s+)?"
-            rf"(?P<k>(?:[\w-]+\s+){{0,2}}?(?:{_ROLES_HELD}))\b(?:\s+(?:on|of|for|at|in)\s+(?P<org>[^.]+?))?"
+            rf"(?P<k>(?:[\w-]+\s+){{0,2}}?(?:{ROLES_HELD}))\b(?:\s+(?:on|of|for|at|in)\s+(?P<org>[^.]+?))?"
             r"(?:\s+now)?\s*\.?$",
         ),
         (
             "my:{k}",
             rf"^(?P<v>[\w-]+(?: [\w-]+)?)\s+(?:is|has become|became)\s+(?:now\s+)?(?:the user's|their|my)\s+"
-            rf"(?:new\s+)?(?P<k>(?:[\w-]+\s+){{0,2}}?(?:{_ROLES_HELD}))\b",
+            rf"(?:new\s+)?(?P<k>(?:[\w-]+\s+){{0,2}}?(?:{ROLES_HELD}))\b",
         ),
         ("my:address", r"\blives?\s+at\s+(?P<v>\d[^,;]*)"),
         (
             # When an event is: "The user's meeting with the design team is at 2pm on Friday." and "The design
             # team meeting moved to 3pm on Friday." share the key "when:design meeting team".
             "when:{ev}",
-            rf"^(?P<ev>(?:[\w'-]+\s+){{0,6}}?(?:{_EVENTS})\b(?:\s+(?:with|for|of|about)\s+(?:[\w'-]+\s+){{0,4}}?)?)\s*"
+            rf"^(?P<ev>(?:[\w'-]+\s+){{0,6}}?(?:{EVENTS})\b(?:\s+(?:with|for|of|about)\s+(?:[\w'-]+\s+){{0,4}}?)?)\s*"
             r"(?:(?:is|was|has been|got|will be)\s+)?(?:now\s+)?(?:(?:moved|rescheduled|pushed(?: back)?|changed|"
-            rf"shifted|brought forward)\s+to\s+|(?:at|on|is)\s+)(?P<v>{_WHEN}[^.;]*)",
+            rf"shifted|brought forward)\s+to\s+|(?:at|on|is)\s+)(?P<v>{WHEN}[^.;]*)",
         ),
         (
             "home",
             r"\b(?:lives?|living|resides?|residing|is based|based|moved|moving|relocated|relocating|settled)\s+"
             # "relocated again, this time to Porto", "moved back to Leeds", "moved once more to Ghent".
-            r"(?:(?:back|again|once more|once again|over|,|this time)\s*){0,4}(?:in|to)\s+(?P<v>[^,.;]+)",
+            r"(?:(?:back|again|once more|once again|over|,|this time)\s*){0,4}(?:in|to)\s+(?P<v>[^,.;]+)|"
+            # "Is now a resident of Porto", "Is officially a Porto resident" (a name: see ``_attribute``).
+            r"\bresident of\s+(?P<v2>[^,.;]+)|\b(?:is|am|became|now)\s+(?:(?:now|officially|finally)\s+)*an?\s+"
+            r"(?P<v3>[^\s,.;]+(?: [^\s,.;]+)?)\s+resident\b",
         ),
         (
             "home",
@@ -209,7 +176,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "home",
             r"(?:住在|家住|住|生活在|定居在|定居|落户|安家在|安家|搬到了?|搬去了?|搬回了?|搬家到了?|移居到?|现居)"
-            r"(?P<v>[^，。；,.;]+)|在(?P<v2>[^，。；,.;在]{1,20}?)(?:安家|定居|落户|买了房|租了房|租房|住)",
+            r"(?P<v>[^，。；,.;]+)|在(?P<v2>[^，。；,.;在]{1,20}?)(?:安家|定居|落户|买了房|租了房|租房|住)|"
+            r"是(?P<v3>[^，。；,.;是]{1,20}?)(?:的)?(?:居民|市民|常住人口)",
         ),
         (
             "employer",
@@ -248,19 +216,19 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("role", r"\b(?:works? as|working as|is now|job is|role is|promoted to)\s+(?:an?\s+)?(?P<v>[^,.;]+)"),
         (
             "diet",
-            rf"\b(?:is|am|are|went|became|eats?|turned)\s+(?:(?:a|an|fully|strictly|mostly)\s+)*(?P<v>{_DIETS})\b",
+            rf"\b(?:is|am|are|went|became|eats?|turned)\s+(?:(?:a|an|fully|strictly|mostly)\s+)*(?P<v>{DIETS})\b",
         ),
-        ("diet", rf"\b(?:not|no longer)\s+(?:a\s+|an\s+)?(?P<v>{_DIETS})\b"),
+        ("diet", rf"\b(?:not|no longer)\s+(?:a\s+|an\s+)?(?P<v>{DIETS})\b"),
         # Given up: "Decided to give up their vegetarianism", "quit being vegan" (read as a negation below).
-        ("diet", rf"{_GAVE_UP}\s+(?:(?:my|their|his|her|being)\s+)?(?:a\s+|an\s+)?(?P<v>{_DIETS})\w*"),
+        ("diet", rf"{GAVE_UP}\s+(?:(?:my|their|his|her|being)\s+)?(?:a\s+|an\s+)?(?P<v>{DIETS})\w*"),
         ("diet", r"(?P<v>吃素|素食主义者|素食者|纯素)"),
-        ("diet", rf"\b(?P<v>{_DIETS})\b"),  # Named anywhere else: "started eating fish, so pescatarian is fine".
+        ("diet", rf"\b(?P<v>{DIETS})\b"),  # Named anywhere else: "started eating fish, so pescatarian is fine".
         (
             "reply_language",
             rf"\b(?:answer|answers|reply|replies|respond|responds|write|writes|talk|talks|speak to (?:me|the user))"
-            rf"\w*\s+(?:\w+\s+){{0,3}}in\s+(?P<v>{_LANGS})\b",
+            rf"\w*\s+(?:\w+\s+){{0,3}}in\s+(?P<v>{LANGS})\b",
         ),
-        ("reply_language", rf"(?:用|使用)(?P<v>{_LANGS})(?:回答|回复|交流|说话)"),
+        ("reply_language", rf"(?:用|使用)(?P<v>{LANGS})(?:回答|回复|交流|说话)"),
         (
             "routine:{k}",
             r"\b(?P<k>wakes? up|gets? up|goes to bed|goes to sleep|works? out|exercises?)\s+(?P<v>(?:at|on|every|around)\b.+)",
@@ -365,6 +333,12 @@ def attribute(fact: str) -> Attribute | None:
     return Attribute(f"{name}:{found.key}", found.value, found.negated)
 
 
+def _unnamed_place(key: str, groups: dict[str, str | None], raw: str, fact: str) -> bool:
+    """Whether "a … resident" names no place ("a long-time resident"): a place is a name, capitalised in the fact."""
+    place = re.compile(rf"(?-i:[A-Z])(?i:{re.escape(raw[1:])})")
+    return key == "home" and bool(groups.get("v3")) and raw.isascii() and not place.search(fact)
+
+
 def _attribute(fact: str) -> Attribute | None:
     text = _line_text(fold(fact))
     if style := style_attribute(text):
@@ -381,11 +355,11 @@ def _attribute(fact: str) -> Attribute | None:
             groups = match.groupdict()
             groups["k"] = groups.get("k") or groups.get("k2") or groups.get("k3")
             raw = next((groups[g] for g in ("v", "v2", "v3", "v4", "v5", "v6") if groups.get(g)), "")
-            value = " ".join(_WEEKDAY_RE.findall(raw)) if key.startswith("weekly:") else _clean(raw)
-            if not value:
-                continue
+            value = " ".join(WEEKDAY_RE.findall(raw)) if key.startswith("weekly:") else _clean(raw)
+            if not value or _unnamed_place(key, groups, raw, fact):
+                continue  # "a long-time resident" names no place: a place is a name.
             if "{cat}" in key:
-                key_name = key.format(cat=_TOOL_TO_CATEGORY.get(value, value))
+                key_name = key.format(cat=TOOL_TO_CATEGORY.get(value, value))
             elif key == "when:{ev}" and CJK_EVENT.fullmatch(groups["ev"]):
                 key_name = f"when:{groups['ev']}"
             elif key == "when:{ev}":
@@ -405,7 +379,7 @@ def _attribute(fact: str) -> Attribute | None:
                 negated = False  # The old days said as "不去了" beside the new ones: a new value, not a negation.
             if candidate is stripped and not key.startswith("my:"):
                 key_name = _owned_by(text, stripped[: match.start()], key_name)
-            if key == "diet" and re.search(_GAVE_UP, candidate, re.I):
+            if key == "diet" and re.search(GAVE_UP, candidate, re.I):
                 negated = True
             if key == "home" and re.match(r"(?:moved|moving|relocated|relocating)\b", match.group(0), re.I):
                 negated = False  # "Has left Trofaiach, moved to Schärding": the place moved to is not negated.

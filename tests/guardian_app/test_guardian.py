@@ -74,6 +74,8 @@ def test_duplicates_and_near_duplicates_are_refused(write, user_md, existing, fa
         ("The user's e-mail is alice@example.com", "personal data"),
         ("Stuff.", "vague"),
         ("What time is it?", "question"),
+        ("Tomasz is Tomasz.", "a name is that name"),  # A greeting from someone already known by that name.
+        ("秀英是秀英。", "a name is that name"),
     ],
 )
 def test_empty_secret_personal_and_vague_facts_are_refused(write, user_md, fact, why):

@@ -557,3 +557,16 @@ def test_a_favourite_restated_in_the_other_language_is_the_line_already_there():
     assert restated_line("用户最喜欢芒果，夏天天天吃。", stored) == "- The user's favorite fruit is mango."
     assert restated_line("用户最喜欢香蕉。", stored) is None
     assert restated_line("The user's favorite fruit is mango.", "- 用户最喜欢芒果。\n") == "- 用户最喜欢芒果。"
+
+
+@pytest.mark.parametrize(
+    ("fact", "stale"),
+    [
+        ("Is officially a Aarhus resident now.", ["- Lives in Odense."]),
+        ("Has been a resident of Aarhus since March.", ["- Lives in Odense."]),
+        ("用户现在是宁波居民了。", ["- Lives in Odense."]),
+        ("Is a long-time resident and knows every bakery.", []),  # A resident of no place named.
+    ],
+)
+def test_a_home_said_as_being_a_resident_replaces_the_old_one(fact: str, stale: list[str]):
+    assert superseded_lines(fact, "- Lives in Odense.\n- Works at Lego.\n") == stale
