@@ -259,11 +259,16 @@ _KIN_ZH = re.compile(
 )
 _DISPOSED_EN = re.compile(
     r"\b(?:sold|gave away|got rid of|donated|scrapped|traded in)\s+(?:(?:the|my|our|their|his|her|a|an)\s+)?"
-    r"(?P<thing>[\w'-]+(?:\s+(?!(?:to|for|on|in|at|last|this|yesterday|because|since|and|as)\b)[\w'-]+){0,3})",
+    r"(?P<thing>[\w'-]+(?:\s+(?!(?:to|for|on|in|at|last|this|yesterday|because|since|and|as)\b)[\w'-]+){0,3})|"
+    # The old one given to someone: "Gave my old Kindle to my niece."
+    r"\bgave\s+(?:my|our|their|his|her|the)\s+old\s+(?P<old>[\w'-]+(?:\s+[\w'-]+)?)\s+to\b",
     re.I,
 )
 _DISPOSED_ZH = re.compile(
-    r"把(?P<thing>[\u4e00-\u9fff]{1,6}?|[A-Za-z][\w -]{0,20}?)(?:卖|送人|送给[\u4e00-\u9fff]{1,4}|扔|处理)(?:掉)?了|卖掉了(?P<thing2>[\u4e00-\u9fff]{1,6}?)(?:[，。,.]|$)"
+    r"把(?P<thing>[\u4e00-\u9fff]{1,6}?|[A-Za-z][\w -]{0,20}?)(?:卖|送人|送给[\u4e00-\u9fff]{1,4}|给了|扔|处理)(?:掉)?了?|"
+    r"卖掉了(?P<thing2>[\u4e00-\u9fff]{1,6}?)(?:[，。,.]|$)|"
+    # The old one given to someone: "旧的iPhone给了我岳母", "以前的车送给了表弟".
+    r"(?:旧的|以前的|原来的)(?P<thing3>[\u4e00-\u9fff]{1,6}?|[A-Za-z][\w -]{0,20}?)(?:送给|给)了"
 )
 
 
@@ -274,15 +279,19 @@ def someone_elses(line: str, at: int) -> bool:
 
 def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
     if match := _DISPOSED_EN.search(fact):
-        head = match.group("thing").split()[-1]
+        head = (match.group("thing") or match.group("old")).split()[-1]
         has = re.compile(
-            rf"\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?)\b[^.;]{{0,40}}?\b{re.escape(head)}\b", re.I
+            rf"\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?|uses?)\b[^.;]{{0,40}}?\b{re.escape(head)}\b",
+            re.I,
         )
     elif match := _DISPOSED_ZH.search(fact):
-        thing = re.sub(r"^(?:我的|我们的|那辆|那台|那个|旧)", "", match.group("thing") or match.group("thing2")).strip()
+        said = match.group("thing") or match.group("thing2") or match.group("thing3")
+        thing = re.sub(r"^(?:我的|我们的|那辆|那台|那个|旧)", "", said).strip()
         end = thing if thing.isascii() else thing[-2:]  # "Vespa" whole; "折叠自行车" by its last two characters.
         # A name in Latin letters may stand in an English line ("Rides a red Vespa to work").
-        english = r"|\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?)\b[^.;]{0,40}?" if thing.isascii() else ""
+        english = (
+            r"|\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?|uses?)\b[^.;]{0,40}?" if thing.isascii() else ""
+        )
         has = re.compile(rf"(?:(?:有|买了?|养了?|骑|开)[^，。；]{{0,6}}?{english}){re.escape(end)}", re.I)
     else:
         return []

@@ -570,3 +570,17 @@ def test_a_favourite_restated_in_the_other_language_is_the_line_already_there():
 )
 def test_a_home_said_as_being_a_resident_replaces_the_old_one(fact: str, stale: list[str]):
     assert superseded_lines(fact, "- Lives in Odense.\n- Works at Lego.\n") == stale
+
+
+@pytest.mark.parametrize(
+    ("fact", "stale"),
+    [
+        ("用户换了新的平板，旧的iPad送给了外甥。", ["- Uses an iPad for sketching."]),
+        ("用户把旧的Kindle给了表妹。", ["- Owns a Kindle."]),
+        ("Gave their old Kindle to a neighbour.", ["- Owns a Kindle."]),
+        ("Gave a talk about the Kindle at work.", []),  # Giving a talk is not giving a thing away.
+    ],
+)
+def test_the_old_one_given_to_someone_is_given_up(fact: str, stale: list[str]):
+    content = "- Uses an iPad for sketching.\n- Owns a Kindle.\n- The user's sister uses an iPad.\n"
+    assert superseded_lines(fact, content) == stale
