@@ -174,11 +174,27 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
     for rule in checks:
         finding = rule(clause)
         if finding is not None:
-            return finding
+            return _someone_elses(finding)
     if not is_chinese(text) and (move := rules.MOVE_CLAUSE_EN.search(clause)):
         verb = move.group("verb").lower()
         return user_en(f"I {'am ' if verb.endswith('ing') else ''}{verb} to {move.group('place')}", greeted=False)
     return None
+
+
+_KIN_REASON = "About someone in the user's life."
+
+
+def _precedence(finding: Finding) -> int:
+    return len(PRECEDENCE) if finding.reason == _KIN_REASON else PRECEDENCE.index(finding.decision)
+
+
+def _someone_elses(finding: Finding) -> Finding:
+    """A fact about someone in the user's life goes to MEMORY.md (``rules.KIN_FACT_EN``)."""
+    if finding.decision != "UPDATE_USER" or not finding.fact:
+        return finding
+    if not (rules.KIN_FACT_EN.match(finding.fact) or rules.KIN_FACT_ZH.match(finding.fact)):
+        return finding
+    return Finding("UPDATE_MEMORY", finding.fact, _KIN_REASON, finding.confidence)
 
 
 def _change_rank(finding: Finding) -> int:
@@ -251,7 +267,8 @@ def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple
     if writes:
         # Among writes of one kind, a change wins, a negation first: "I went to the doctor. I've started eating
         # fish again. I'm no longer vegetarian." is about the diet that ended, not the visit that came first.
-        best = _with_loss(min(writes, key=lambda f: (PRECEDENCE.index(f.decision), _change_rank(f))), writes)
+        # A fact about someone in the user's life yields to one about the user in the same turn.
+        best = _with_loss(min(writes, key=lambda f: (_precedence(f), _change_rank(f))), writes)
         confidence = best.confidence
         if len({f.decision for f in writes}) > 1:
             # Several kinds of fact in one turn: only one is kept, so the choice is less certain.

@@ -121,6 +121,10 @@ def others_en(clause: str) -> Finding | None:
 
 def others_zh(clause: str) -> Finding | None:
     """ "我朋友小林搬到了厦门" → "用户的朋友小林搬到了厦门。" (MEMORY.md)."""
+    if relation := rules.RELATION_ZH.match(clause):
+        rest = rewrite_zh(relation.group("rest"))
+        fact = finish_zh(f"{relation.group('name')}是用户的{relation.group('rel')}{rest}")
+        return write_finding("UPDATE_USER", fact, "About the user: who someone is to them.", 0.75)
     match = OTHER_ZH.match(clause)
     if match is None:
         return None

@@ -104,6 +104,14 @@ def _strip_leading(text: str) -> tuple[str, bool]:
             return text, greeted
 
 
+# A time adverb between "I" (with "am" or "have") and what they say: read as if it closed the sentence.
+_INNER_TIME_ADVERB = re.compile(
+    r"^(?P<subject>I(?:'m|'ve| am| have)?)\s+(?P<adverb>currently|recently|nowadays)\s+"
+    r"(?P<rest>(?!(?:that|the|a|an|and|but|or|so|if|on|in|at|to)\b)\w.*)$",
+    re.I | re.S,
+)
+
+
 def move_time_opener(text: str) -> str:
     """A time or adverbial opener moved behind the first-person statement it opens, so that the rules, which
     read "I …" / "我…", see the statement: "These days I live in Leeds." → "I live in Leeds these days.",
@@ -116,6 +124,11 @@ def move_time_opener(text: str) -> str:
     if match := rules.ZH_TIME_OPENER.match(text):
         opener = re.sub(r"[，,\s]+", "", match.group("opener"))
         return f"我{opener}{text[match.end() + 1 :]}"
+    if match := _INNER_TIME_ADVERB.match(text):  # "I'm currently living in Leeds." → "I'm living in Leeds currently."
+        first, more = re.match(
+            r"^(.*?)((?:,|\s(?:and|but|so|which|because)\s|[.!]*$).*)$", match.group("rest"), re.S
+        ).groups()
+        return f"{match.group('subject')} {first.rstrip(' ,')} {match.group('adverb').lower()}{more}"
     return text
 
 

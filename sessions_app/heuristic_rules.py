@@ -426,7 +426,7 @@ LIFE_CHANGE_EN = re.compile(rf"\b(?:{LIFE_CHANGE_VERBS})", re.I)
 # An update or a negation of something the user said before (the guardian replaces the old line).
 CHANGE_EN = re.compile(
     rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:switched|changed|moved|relocated|started|joined|quit|"
-    r"left|gave up|stopped|dropped|ditched|swapped|traded|sold|gave away|got rid of|donated|scrapped|became|retired|resigned|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
+    r"left|gave up|stopped|dropped|ditched|swapped|traded|sold|gave away|got rid of|donated|scrapped|became|become|retired|resigned|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
     # A decision to take up a way of living, said before it shows: "I've decided to go fully vegan", "I have
     # decided to become a freelancer", "I'm going vegetarian from now on", "I have gone gluten-free".
     rf"^I\s+(?:have\s+)?(?:finally\s+)?decided\s+to\s+(?:(?:go|turn)\s+{FULLY}(?:{DIETS}|{WORK_MODES})\b|"
@@ -436,6 +436,8 @@ CHANGE_EN = re.compile(
     rf"^I\s+(?:am\s+(?:now\s+)?going|have\s+(?:now\s+)?gone)\s+{FULLY}(?:{DIETS}|{WORK_MODES})\b|"
     r"^I\s+(?:am|do|have)?\s*no longer\b|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
     r"^I\s+(?:now|nowadays)\s+\w+|"
+    # A habit or a home of the past: "I used to play volleyball", "I used to live in Graz".
+    r"^I\s+used to\s+(?!be\b)[a-z]+\b|"
     # A new line of work or a move under way: "I'm pivoting to landscape design", "I am switching careers to nursing".
     r"^I\s+can\s+(?:now\s+)?(?:eat|have|handle|drink)\b.*\bnow\b|"
     r"^I\s+am\s+(?:now\s+|officially\s+)?(?:pivoting|transitioning|switching careers|changing careers|retraining)\s+"
@@ -705,8 +707,18 @@ ROLES_HELD = (
 )
 PERSON_ROLE_EN = re.compile(
     r"^(?-i:[A-Z][a-z]+(?: [A-Z][a-z]+)?)\s+(?:is|has become|became)\s+(?:now\s+)?(?:the|our|my)\s+(?:new\s+)?"
-    rf"(?:[\w-]+\s+){{0,2}}?(?:{ROLES_HELD})\b(?:\s+(?:on|of|for|at|in)\s+[^.?!]+)?(?:\s+now)?\s*[.!]*$",
+    rf"(?:[\w-]+\s+){{0,2}}?(?:{ROLES_HELD})\b(?:\s+(?:on|of|for|at|in)\s+[^.?!]+)?(?:\s+now)?\s*[.!]*$|"
+    # Who someone is to the user: "Mei is my girlfriend.", "Ana is my sister, she lives in Faro." (KIN_EN below).
+    r"^(?-i:[A-Z\u00c0-\u024f][\w'-]+|[\u4e00-\u9fff]{2,3})\s+is\s+my\s+(?:(?:younger|older|little|big|best|new)\s+)?"
+    r"(?:sister|brother|mom|mum|mother|dad|father|wife|husband|girlfriend|boyfriend|partner|fianc[ée]e?|daughter|son|"
+    r"friend|cousin|aunt|uncle|niece|nephew|neighbou?r|roommate|flatmate)\b",
     re.I,
+)
+# "美玲是我女朋友，我们在一起住了快三年了": who someone is to the user, said in Chinese (USER.md).
+RELATION_ZH = re.compile(
+    r"^(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][\w'-]+)是我的?(?P<rel>女朋友|男朋友|老婆|老公|妻子|丈夫|未婚妻|未婚夫|对象|"
+    r"姐姐|哥哥|妹妹|弟弟|女儿|儿子|表姐|表妹|表哥|表弟|堂姐|堂妹|堂哥|堂弟|好朋友|朋友|室友|邻居|同事|老板|领导|上司)"
+    r"(?P<rest>[^。！!？?]*)"
 )
 
 
@@ -766,7 +778,7 @@ TRANSIENT_ZH = re.compile(r"今天|今晚|刚才|刚刚|此刻|这会儿|昨天|
 ZH_ADV = r"(?:也|还|真的|很|非常|特别|比较|最|一直|还是|超级|超|挺|蛮|更|都|就|其实|本来|向来|从来|平时|一般|不太|不怎么|不是很|有点儿?)*"
 ZH_DURABLE_MY = (
     r"名字|生日|老婆|妻子|丈夫|老公|女儿|儿子|孩子|猫|狗|宠物|时区|邮箱|家乡|老家|母语|工作|职业|公司|老板|爱好|专业|城市|"
-    r"电话|手机号|手机|电脑|笔记本|地址|血型|星座|年龄|身高|过敏|饮食|偏好|习惯|口味|团队|部门|上司|领导|同事|朋友|男朋友|女朋友|父母|爸爸|"
+    r"电话|手机号|手机|电脑|笔记本|地址|血型|星座|年龄|身高|过敏|饮食|偏好|习惯|口味|团队|部门|上司|领导|同事|朋友|男朋友|女朋友|父母|爸妈|爸爸|"
     r"妈妈|哥哥|姐姐|弟弟|妹妹|家人|车|母校|学校|代词|家"
 )
 # Words between 我 and the verb of a present fact: "我这几年一直住在成都", "我目前在美团上班".
@@ -940,3 +952,22 @@ NO_WRITE_REASONS = {
     "smalltalk": ("A greeting, thanks or small talk.", 0.9),
     "long": ("Too long to be a single fact.", 0.6),
 }
+
+
+# "The user's sister lives in London.", "用户的爸妈住在Vára": a fact about someone in the user's life, said by the user,
+# describes that person, so it goes to MEMORY.md; who they are to the user ("The user's boss is Noor.", "The user's
+# daughter's name is Clara.", "用户的女朋友叫美玲") describes the user and stays in USER.md.
+KIN_EN = (
+    r"sister|brother|mom|mum|mother|dad|father|parents|wife|husband|girlfriend|boyfriend|partner|fianc[ée]e?|"
+    r"daughter|son|kids|children|friend|cousin|aunt|uncle|grandma|grandpa|grandmother|grandfather|niece|nephew|"
+    r"neighbou?r|roommate|flatmate|in-laws|mother-in-law|father-in-law"
+)
+KIN_FACT_EN = re.compile(
+    rf"^The user's (?:{KIN_EN})(?:\s+(?-i:[A-Z\u00c0-\u024f\u4e00-\u9fff])[\w\u4e00-\u9fff'-]*)?\s+"
+    r"(?!is (?:called |named )?(?-i:[A-Z\u00c0-\u024f\u4e00-\u9fff])|name\b|'s name\b|is the user's\b)[a-z]",
+    re.I,
+)
+KIN_FACT_ZH = re.compile(
+    r"^用户的?(?:爸妈|父母|爸爸|妈妈|父亲|母亲|姐姐|哥哥|妹妹|弟弟|老婆|老公|妻子|丈夫|女朋友|男朋友|女儿|儿子|孩子|朋友|"
+    r"岳母|岳父|婆婆|公公|爷爷|奶奶|外公|外婆|邻居|室友)(?!叫|名叫|的名字|是[^，。；,;]{1,6}(?:[。.]|$))"
+)

@@ -48,7 +48,7 @@ _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 _NEGATION_EN = re.compile(
     r"\bno longer\b|(?:\bnot\b|n't\b)[^.]{0,40}\b(?:anymore|any more|any longer)\b|\b(?:stopped|quit|gave up|left|dropped|"
-    r"ditched)\b|\bnot (?:a |an )?(?=" + DIETS + r")",
+    r"ditched)\b|\bnot (?:a |an )?(?=" + DIETS + r")|^(?:used to|i used to)\b",  # "Used to play volleyball."
     _I,
 )
 _NEGATION_ZH = re.compile(r"不再|已经不|已不|不.{0,6}了|戒了|辞职|离职|离开了")
@@ -423,7 +423,9 @@ def _translates(a: str, b: str) -> bool:
     return bool(CJK_EVENT.fullmatch(chinese)) and latin.isascii() and glossary.english_at(chinese, latin) == 0
 
 
-_NEGATION_WORDS = frozenset({"no", "longer", "not", "anymore", "more", "any", "doesn't", "don't", "does", "do"})
+_NEGATION_WORDS = frozenset(
+    {"no", "longer", "not", "anymore", "more", "any", "doesn't", "don't", "does", "do", "used", "use"}
+)
 
 
 def negated_habit_lines(fact: str, content: str) -> list[str]:

@@ -584,3 +584,10 @@ def test_a_home_said_as_being_a_resident_replaces_the_old_one(fact: str, stale: 
 def test_the_old_one_given_to_someone_is_given_up(fact: str, stale: list[str]):
     content = "- Uses an iPad for sketching.\n- Owns a Kindle.\n- The user's sister uses an iPad.\n"
     assert superseded_lines(fact, content) == stale
+
+
+def test_a_habit_or_home_of_the_past_takes_back_the_line_that_states_it():
+    content = "- Swims competitively at the club.\n- Lives in Tartu.\n- Is used to cold winters.\n"
+    assert superseded_lines("Used to swim competitively.", content) == ["- Swims competitively at the club."]
+    assert superseded_lines("Used to live in Tartu.", content) == ["- Lives in Tartu."]
+    assert superseded_lines("Is used to long winters.", content) == []  # Accustomed, not a past habit.

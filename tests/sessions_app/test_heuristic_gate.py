@@ -855,3 +855,49 @@ def test_a_diet_given_up_and_something_got_without_i(message: str, fact: str):
 @pytest.mark.parametrize("message", ["Got a question for you.", "Got the tickets."])
 def test_got_without_i_and_without_a_thing_of_the_users_is_not_a_fact(message: str):
     assert classify_turn(message).decision == "NO_WRITE"
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # A fact about someone in the user's life describes that person: MEMORY.md.
+        (
+            "My brother works at a bakery in Leeds.",
+            "UPDATE_MEMORY",
+            "The user's brother works at a bakery in Leeds.",
+        ),
+        ("My mum Teresa lives in Coimbra.", "UPDATE_MEMORY", "The user's mum Teresa lives in Coimbra."),
+        ("我哥哥在深圳开了一家面馆。", "UPDATE_MEMORY", "用户的哥哥在深圳开了一家面馆。"),
+        # Who they are to the user describes the user: USER.md.
+        ("My brother's name is Duarte.", "UPDATE_USER", "The user's brother's name is Duarte."),
+        ("Duarte is my brother.", "UPDATE_USER", "Duarte is the user's brother."),
+        ("晓雯是我表妹。", "UPDATE_USER", "晓雯是用户的表妹。"),
+        # And the user's own fact in the same turn wins over the relative's.
+        (
+            "I teach chemistry. My brother works at a bakery.",
+            "UPDATE_USER",
+            "Teaches chemistry.",
+        ),
+    ],
+)
+def test_a_relatives_own_fact_goes_to_memory_and_who_they_are_to_the_user(message: str, decision: str, fact: str):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        ("I'm currently living in Braga.", "Is living in Braga currently."),
+        ("I have recently become vegan, so no cheese please.", "Has become vegan recently, so no cheese."),
+        ("I used to swim competitively.", "Used to swim competitively."),
+        ("I used to live in Tartu.", "Used to live in Tartu."),
+    ],
+)
+def test_a_time_adverb_inside_the_statement_and_a_habit_of_the_past(message: str, fact: str):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == ("UPDATE_USER", fact)
+
+
+def test_used_to_be_is_not_a_fact():
+    assert classify_turn("I used to be shy.").decision == "NO_WRITE"
