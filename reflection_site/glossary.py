@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import unicodedata
 from functools import lru_cache
 from importlib.resources import files
 
@@ -33,12 +34,17 @@ _LONGEST = 4  # Chinese words of more characters are phrases and idioms: no fact
 _NOT_A_MEANING = re.compile(r"^(?:CL:|see |see also |variant of |old variant of |surname |abbr\. for |used in )")
 _ASIDE = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 # Dictionary shorthand that is not a meaning: "sb" (somebody), "sth", "esp.", "lit.", "fig.", "i.e.".
-_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f'-]*")
 _SHORTHAND = frozenset({"sb", "sth", "esp", "lit", "fig", "etc", "ie", "eg", "oneself", "one", "someone", "something"})
 
 
+def _plain(word: str) -> str:
+    """Case and accents folded: "Škoda" is "skoda"."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word.casefold()) if not unicodedata.combining(c))
+
+
 def _meaning_words(gloss: str, stop: frozenset[str]) -> frozenset[str]:
-    return frozenset(stem(word) for word in words(_ASIDE.sub(" ", gloss.casefold())) if word not in stop)
+    return frozenset(stem(word) for word in words(_plain(_ASIDE.sub(" ", gloss))) if word not in stop)
 
 
 @lru_cache(maxsize=1)
@@ -88,7 +94,7 @@ def english_at(chinese: str, english_text: str) -> int:
     if not meant:
         return -1
     for word in _LATIN_WORD.finditer(english_text):
-        if stem(word.group().casefold()) in meant:
+        if stem(_plain(word.group())) in meant:
             return word.start()
     return -1
 
@@ -96,7 +102,7 @@ def english_at(chinese: str, english_text: str) -> int:
 def find(english_word: str, chinese_text: str) -> tuple[int, int] | None:
     """The span of the first Chinese word in ``chinese_text`` (longest first where two start at one place) that has
     ``english_word`` among its senses' words, or None."""
-    wanted = stem(english_word.casefold())
+    wanted = stem(_plain(english_word))
     for run in CJK_RUN.finditer(chinese_text):
         text = run.group()
         for start in range(len(text)):

@@ -266,6 +266,7 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
         rules.TRANSIENT_EN.search(clause)
         and not rules.LIFE_CHANGE_EN.search(clause)
         and not rules.LEARNING_EN.match(clause)  # "I'm learning Korean right now": for months, not for today.
+        and not re.search(r"\b(?:moved|switched|changed)\s+from\s+.+\s+to\b", clause, re.I)  # A switch stays.
     ):
         # "I moved to Bristol today" stays true after today; "I'm tired today" does not.
         return Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)

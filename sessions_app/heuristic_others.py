@@ -68,6 +68,18 @@ _GIFT_EN = re.compile(
     r"(?:\s+(?:yesterday|today|last \w+|this \w+|for (?:his|her|their) \w+))?\s*[.!]*$",
     re.I,
 )
+# A named person's own lasting fact, told by the user: "Dana lives in Porto.", "美玲 is allergic to shellfish, so no
+# shrimp …" (MEMORY.md; the fact opens with the name, so the guardian keys it by them). A word that opens sentences
+# is not a name.
+_NAMED_FACT_EN = re.compile(
+    r"^(?!(?:The|This|That|These|Those|It|He|She|They|We|You|I|My|Our|Your|Their|His|Her|There|Here|Everyone|"
+    r"Everybody|Nobody|Someone|Somebody|Anyone|Each|Every|All|Both|Most|Some|One|Nothing|Everything|"
+    r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day|Today|Tomorrow|Tonight|Yesterday)\b)"
+    rf"(?P<name>{_NAME}|[\u4e00-\u9fff]{{2,3}})\s+(?!works? (?:for|with) (?:me|us|you)\b)"
+    rf"(?P<rest>(?:{_CHANGES_EN}|is allergic to\b|is (?:a |an )?(?:{rules.DIETS})(?=\s*(?:[.,;!]|$))|"
+    r"was born in\b|grew up in\b|speaks\s+(?-i:[A-Z])).*)$",
+    re.I,
+)
 # Where the told fact ends and the user's own thoughts begin: "…moved back to the suburbs, so I was thinking …".
 _TELLING_ENDS = re.compile(r",?\s+(?:so|and so|which|because|but|and I|and we)\b.*$|\s*[,;:\u2014\u2013-]\s+.*$", re.I)
 _PRONOUN_EN = re.compile(rf"^(?P<pron>she|he|they)\s+(?P<rest>{_WHEN}(?:{_CHANGES_EN}).*)$", re.I)
@@ -112,6 +124,9 @@ def others_en(clause: str) -> Finding | None:
         fact = finish_en(f"{news.group('name')} {rewrite(_TELLING_ENDS.sub('', news.group('rest')))}")
         return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: a change in their life.", 0.7)
     match = OTHER_EN.match(clause)
+    if match is None and (named := _NAMED_FACT_EN.match(clause)):
+        fact = finish_en(f"{named.group('name')} {rewrite(_TELLING_ENDS.sub('', named.group('rest')))}")
+        return write_finding("UPDATE_MEMORY", fact, "About someone the user knows.", 0.65)
     if match is None:
         return None
     rest = _TELLING_ENDS.sub("", match.group("rest"))
@@ -122,8 +137,7 @@ def others_en(clause: str) -> Finding | None:
 def others_zh(clause: str) -> Finding | None:
     """ "我朋友小林搬到了厦门" → "用户的朋友小林搬到了厦门。" (MEMORY.md)."""
     if relation := rules.RELATION_ZH.match(clause):
-        rest = rewrite_zh(relation.group("rest"))
-        fact = finish_zh(f"{relation.group('name')}是用户的{relation.group('rel')}{rest}")
+        fact = finish_zh(f"{relation.group('name')}是用户的{relation.group('rel')}")  # Who they are, not the rest.
         return write_finding("UPDATE_USER", fact, "About the user: who someone is to them.", 0.75)
     match = OTHER_ZH.match(clause)
     if match is None:

@@ -124,6 +124,8 @@ def move_time_opener(text: str) -> str:
     if match := rules.ZH_TIME_OPENER.match(text):
         opener = re.sub(r"[，,\s]+", "", match.group("opener"))
         return f"我{opener}{text[match.end() + 1 :]}"
+    if re.match(r"^新工作(?:今天|昨天|已经|上周|这周|终于)?(?:开始了|入职了)", text):  # Whose new job: the user's.
+        return f"我{text}"
     if match := _INNER_TIME_ADVERB.match(text):  # "I'm currently living in Leeds." → "I'm living in Leeds currently."
         first, more = re.match(
             r"^(.*?)((?:,|\s(?:and|but|so|which|because)\s|[.!]*$).*)$", match.group("rest"), re.S

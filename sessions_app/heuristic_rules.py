@@ -478,7 +478,7 @@ WE_HOUSEHOLD_EN = re.compile(
     rf"(?:^|(?<=[,;]\s))we\s+(?={ADV}(?:(?:do not|don't|no longer|now|just|finally|recently|still|have|have now)\s+)*"
     r"(?:live|lived|living|(?:moved|relocated)\s+(?:(?:back|over|away|out)\s+)?(?:to|into|in|abroad|house|home|away|out|"
     r"here)|rent|own|sold|gave away|got rid of|adopted|rescued|bought a (?:house|flat|home|"
-    r"car|van|cottage|apartment))\b)",
+    r"car|van|cottage|apartment)|got (?:a|an|another|two) (?:new )?(?:pupp(?:y|ies)|kittens?|dogs?|cats?|rabbits?))\b)",
     re.I,
 )
 # A capital that opens a name, with the Latin letters of other languages ("Üsame", "Štěpán", "Øystein").
@@ -569,10 +569,22 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(
             rf"^I\s+{ADV}(?:(?:just|recently|finally)\s+)?(?:have|have got|adopted|rescued|got|brought home|took in)\s+"
             r"(?:a |an |one |two |three |four |five |\d+ )?(?:[\w-]+ ){0,2}?"
-            r"(?:dogs?|cats?|pupp(?:y|ies)|kittens?|pets?|kids?|child|children|sons?|daughters?|brothers?|sisters?|"
+            rf"(?:{PETS}|pets?|kids?|child|children|sons?|daughters?|brothers?|sisters?|"
             r"wife|husband|partner|"
             r"boyfriend|girlfriend|twins|grandchildren|allerg\w+|diabetes|asthma|adhd|dyslexia|degree|phd|"
             r"master's|bachelor's)\b",
+            re.I,
+        ),
+        0.75,
+    ),
+    (
+        # What the user owns and uses: "I have a chromebook but I need something better", "I own a Kindle".
+        "what the user owns",
+        re.compile(
+            rf"^I\s+{ADV}(?:(?:just|recently|finally|now|also)\s+)*(?:have|have got|own|use|got|bought)\s+"
+            r"(?:a|an|my|one)\s+(?:[\w-]+ ){0,2}?(?:laptop|notebook|chromebook|macbook(?: air| pro)?|thinkpad|iphone|"
+            r"ipad|tablet|kindle|e-reader|smartphone|android phone|phone|pc|desktop|car|bike|bicycle|motorbike|"
+            r"motorcycle|scooter|vespa|van|playstation|xbox|nintendo switch|console|camera)\b",
             re.I,
         ),
         0.75,
@@ -785,6 +797,8 @@ ZH_DURABLE_MY = (
 ZH_NOW = r"现在|目前|一直|平时|最近|近来|近期|这几年|这些年|这段时间|这阵子|如今|眼下|已经|终于|刚|也|还|都|就|从.{1,8}?(?:开始|起|以来)"
 ZH_MOVE_OR_JOB = (
     r"搬到|搬去|搬回|搬家到|搬家去|移居|跳槽到|跳槽去|入职|加入|换了?(?:份|个)?(?:工作|公司)|"
+    # A new job, said without 我 ("新工作今天开始了，在…做房屋测量", read as "我新工作…").
+    r"新工作(?:今天|昨天|已经|上周|这周|终于)?(?:开始了|入职了)|"
     r"(?:去|到|进)(?!年|过)了?[^，。；,;]{1,20}?(?:工作|上班|任职)"
 )
 # Who else "我…" can open on: "我朋友搬到了…" is the friend's move, not the user's.
@@ -818,7 +832,8 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         CHANGE_LABEL,
         re.compile(
-            rf"^我(?:(?:{ZH_TIME_WORDS}|前不久)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|"
+            rf"^我(?:(?:{ZH_TIME_WORDS}|前不久|又)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|搬家了|"
+            r"最喜欢的[\u4e00-\u9fff]{1,6}?(?:现在|已经)?(?:变成了?|改成了?|换成了?)|从[^，。；,;]{1,12}?(?:辞职|离职)|"
             r"辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
             # A decision to take up or give up a way of eating: "我决定吃素", "我决定从明天开始戒酒".
             r"决定(?:要)?(?:从.{1,6}?(?:开始|起))?(?:开始)?(?:吃素|吃全素|戒|不再|不吃|不喝|改吃))"
@@ -867,6 +882,8 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(
             rf"^我(?:(?:{ZH_NOW})[，,]?)*(?:住在|住|家住|生活在|定居在|定居|落户|安家|来自|出生在|出生于|就职于|任职于|"
             r"供职于|受雇于|在.{1,20}?(?:工作|上班|上学|读书|生活|长大|出生|实习|任职|就职|住|安家|定居|落户|当|买了房|"
+            # "我在一家牙科诊所做护士": a role after 做 ends in what names a trade (师 士 员 生 工 …).
+            r"做[\u4e00-\u9fff]{0,3}?(?:师|士|员|生|工|家|官|经理|主管|编辑|记者|设计|会计|销售|客服)(?:[，,。.]|$)|"
             r"租了房|租房)|被.{1,20}?(?:录用|录取|聘用|雇用|招进)|拿到了?.{1,20}?的\s*offer)"
         ),
         0.8,

@@ -135,7 +135,7 @@ def vague_reason(fact: str) -> str | None:
         return "a question, not a fact"
     if _SAID_OF_ITSELF.match(text):
         return "says only that a name is that name"
-    if cjk:
+    if cjk and len(re.findall(r"[A-Za-z]{2,}", text)) < 3:  # Chinese; "美玲 is allergic to shellfish." is English.
         if cjk < 4:
             return "too short to stand on its own"
     elif len(words) < 2:

@@ -156,7 +156,8 @@ _AS_PAST = (
 # or pescatarian") is not stated as current either; a clause break (";", ",") ends the reach of the "not".
 _NEGATED = re.compile(
     # "不在Gole, Dutt and Chakraborty了", "不住台中了", "没有猫了": the Chinese "not" right before the value.
-    r"(?:\b(?:not|never)|n't)\s+(?:[\w-]+\s+){0,2}$|(?:不|没有?)(?:在|是|住在?|用|做|当|养|练|去|值)?$",
+    r"(?:\b(?:not|never)|n't)\s+(?:[\w-]+\s+){0,2}$|(?:不|没有?)(?:在|是|住在?|用|做|当|养|练|去|值)?$|"
+    r"从$",  # "从牙科诊所辞职了": left from there.
     re.IGNORECASE,
 )
 

@@ -37,7 +37,7 @@ from guardian_app.write.attribute_words import (
     WHEN,
 )
 from guardian_app.write.similarity import preference_attribute, style_attribute
-from guardian_app.write.takeback import someone_elses, takeback_lines
+from guardian_app.write.takeback import says_all, takeback_lines
 from reflection_site import glossary, memory_files
 from reflection_site.text import content_words, fold
 
@@ -54,7 +54,9 @@ _NEGATION_EN = re.compile(
 _NEGATION_ZH = re.compile(r"不再|已经不|已不|不.{0,6}了|戒了|辞职|离职|离开了")
 _SUBJECT = re.compile(r"^(?:the user(?:'s)?|user(?:'s)?|i|my|i'm|i am|he|she|they|their|his|her|用户的?|我的?)\s*", _I)
 _TAIL = re.compile(r"[\s.。!！,，;；]+$")
-_POSSESSIVE = re.compile(r"^(?:the user's|user's|my|their|his|her|用户的|我的)", _I)
+_POSSESSIVE = re.compile(
+    r"^(?:the user's|user's|my|their|his|her|用户的|我的|用户(?=[爸妈父母姐哥妹弟老婆公妻丈女男儿孩朋岳]))", _I
+)
 _OWN_PLACE = frozenset({"家", "家里", "home", "new home", "address", "new address", "住址", "地址"})
 # "(previously Berlin)", "(since 2024)", "now", "these days": not part of the value.
 _VALUE_NOISE = re.compile(
@@ -175,7 +177,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("home", r"\bcalls?\s+(?P<v>[A-Z][^,.;]*?)\s+home\b"),
         (
             "home",
-            r"(?:住在|家住|住|生活在|定居在|定居|落户|安家在|安家|搬到了?|搬去了?|搬回了?|搬家到了?|移居到?|现居)"
+            r"(?:住在|家住|住(?![了过着一])|生活在|定居在|定居|落户|安家在|安家|搬到了?|搬去了?|搬回了?|搬家到了?|移居到?|现居)"
             r"(?P<v>[^，。；,.;]+)|在(?P<v2>[^，。；,.;在]{1,20}?)(?:安家|定居|落户|买了房|租了房|租房|住)|"
             r"是(?P<v3>[^，。；,.;是]{1,20}?)(?:的)?(?:居民|市民|常住人口)",
         ),
@@ -277,12 +279,14 @@ _K_NORMAL = {
     "健身": "workout",
     "跑步": "workout",
 }
-_POSSESSIONS_NOT_KEYED = frozenset({"favourite food", "favorite food", "hobby", "hobbies", "friend", "friends"})
+_POSSESSIONS_NOT_KEYED = frozenset({"hobby", "hobbies", "friend", "friends"})
 
 
 # A fact about a named person ("Marta lives in Madrid.", "Marta's manager is Tom.", "Marta住在马德里。"): the
 # name qualifies the key, so one person's new home never replaces another's. A first word that itself looks
 # like a verb ("Keeps", "Marcus") is not taken for a name.
+_U = "[A-Z\u00c0-\u00de\u0100-\u017f]"  # A capital, accented too ("Réka", "Šimon").
+_L = "[a-z\u00df-\u00ff\u0100-\u017f-]"
 _NAMED = re.compile(
     r"^(?!(?:Now|Also|Still|Recently|Usually|Always|Never|No|Often|Just|Then|Today|Currently|Finally|Only|Rarely|"
     r"Sometimes|Nowadays|Mostly|Generally|Really|Actually|Once|Every|Each|Both|All|Most|Some|This|That|These|"
@@ -290,23 +294,28 @@ _NAMED = re.compile(
     # Verbs in the past that end in neither s nor d ("Got hired by Monzo.", "Took a new job at Wise.").
     r"Got|Took|Left|Quit|Went|Sold|Bought|Became|Began|Made|Kept|Lost|Built|Ran|Met|Spent|Gave|Grew|Came|"
     r"Brought|Drove|Flew|Fell|Won|Wrote|Taught|Sat|Set|Put|Sent|Lent|Felt|Slept|Swam|Stuck|Struck|Split)\b)"
-    r"(?:(?P<n>[A-Z][a-z-]+(?<![sd])(?: [A-Z][a-z-]+)?)(?:'s\s|\s+(?:(?:recently|now|just|also|still|currently|finally|usually|has|have)\s+)?"
+    rf"(?:(?P<n>{_U}{_L}+(?<![sd])(?: {_U}{_L}+)?)(?:'s\s|\s+(?:(?:recently|now|just|also|still|currently|finally|usually|has|have)\s+)?"
     r"(?=[a-z]{2,}(?:s|ed)\b|is\b|has\b|was\b|no longer\b|now\b)|"
     r"(?=[\u4e00-\u9fff]))|"
     # A name that ends in s or d ("Ines", "David") only before a verb: "Likes dogs" is a verb and its object.
     r"(?!(?:Has|Is|Was|Does|Did|Had|Said|Needs|Wants|Plays|Reads|Likes|Loves|Lives|Works|Uses|Owns|Speaks|Prefers|"
     r"Runs|Rides|Drives|Attends|Spends|Keeps|Takes|Makes|Goes|Teaches|Studies|Leads|Builds|Holds|Finds|Sends)\b)"
-    r"(?P<n2>[A-Z][a-z-]+(?<!ed)[sd])(?:'s\s|\s+(?=(?:is|has|had|was|does|did|no longer|lives|works|moved|relocated|left|"
+    rf"(?P<n2>{_U}{_L}+(?<!ed)[sd])(?:'s\s|\s+(?=(?:is|has|had|was|does|did|no longer|lives|works|moved|relocated|left|"
     r"joined|started|quit|runs|owns|teaches|studies|speaks|prefers|likes|loves|drives|rides)\b)))"
 )
 
 
 def _favourite(k: str) -> str:
     """ "favorite programming language" and "favourite language" are one key, "favorite language" (the last
-    word); "编程语言" and "语言" after 最喜欢的 are one, "favorite 语言" (the last two characters)."""
+    word); after 最喜欢的, "颜色" is "favorite color", and a noun the dictionary gives no one word for is its last two
+    characters ("编程语言" and "语言": "favorite 语言")."""
     if k.startswith(("favorite ", "favourite ")):
         return "favorite " + k.split()[-1]
-    if k.startswith("最喜欢的"):
+    if k.startswith("最喜欢的"):  # In English where the dictionary gives one word: 颜色 is "color".
+        for noun in (k[4:], k[-2:]):  # "编程语言" is not in the dictionary; its head "语言" is.
+            first = next(iter(glossary.senses(noun)), frozenset())
+            if len(first) == 1:
+                return "favorite " + next(iter(first))
         return "favorite " + k[-2:]
     return k
 
@@ -381,8 +390,13 @@ def _attribute(fact: str) -> Attribute | None:
                 key_name = _owned_by(text, stripped[: match.start()], key_name)
             if key == "diet" and re.search(GAVE_UP, candidate, re.I):
                 negated = True
-            if key == "home" and re.match(r"(?:moved|moving|relocated|relocating)\b", match.group(0), re.I):
-                negated = False  # "Has left Trofaiach, moved to Schärding": the place moved to is not negated.
+            if key == "home" and (
+                re.match(r"(?:moved|moving|relocated|relocating)\b", match.group(0), re.I)
+                or re.search(r"\bleft\s+(?!" + re.escape(raw[:20]) + ")", candidate, re.I)
+            ):
+                negated = (
+                    False  # "Has left Trofaiach, moved to / is renting in Schärding": the new place is not negated.
+                )
             return Attribute(key_name, value, negated)
     return None
 
@@ -438,20 +452,13 @@ def negated_habit_lines(fact: str, content: str) -> list[str]:
     if len(named) < 2:
         return []
 
-    def says_all(
-        line: str,
-    ) -> bool:  # In a Chinese line, by the dictionary: "用户每天早上喝咖啡。" says drink and coffee.
-        if CJK_EVENT.search(line) and not CJK_EVENT.search(fact):
-            spans = [glossary.find(word, line) for word in named]
-            return all(spans) and not someone_elses(line, min(span[0] for span in spans))
-        return named <= set(content_words(line))
-
+    bridged = not CJK_EVENT.search(fact)  # An English fact reads a Chinese line by the dictionary.
     return [
         line
         for line in (content or "").splitlines()
         if line.strip()
         and not memory_files.is_heading(line)
-        and says_all(line)
+        and says_all(named, line, bridged=bridged)
         and not (_NEGATION_EN.search(line) or _NEGATION_ZH.search(line))
     ]
 

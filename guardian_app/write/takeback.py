@@ -53,7 +53,7 @@ _FORGET_ZH = re.compile(
     r"^用户要求(?:助手)?(?:忘掉|忘记|删掉|删除|去掉)(?:自己|他|她)?的(?P<what>[\u4e00-\u9fff\w ]{1,12}?)\W*$"
 )
 _NAMED_SUBJECT = re.compile(
-    r"^(?P<n>(?-i:[A-Z][a-z-]+))(?:'s\s|\s+(?:is|has|was|no|does|doesn't|did)\b|(?=[\u4e00-\u9fff]))"
+    r"^(?P<n>(?-i:[A-Z\u00c0-\u00de\u0100-\u017f][a-z\u00df-\u00ff\u0100-\u017f-]+))(?:'s\s|\s+(?:is|has|was|no|does|doesn't|did)\b|(?=[\u4e00-\u9fff]))"
 )
 # "Biscuit passed away in June; …", "用户的猫咪咪去世了": the lines naming Biscuit or 咪咪 are taken back.
 _LOSS = re.compile(
@@ -67,14 +67,15 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _JOB_ENDED = re.compile(
     r"\b(?:retired|resigned|quit (?:(?:their|his|her|my|the) )?job|left (?:(?:their|his|her|my|the) )?job|"
     r"(?:is|am) (?:now )?retired|no longer works?|(?:doesn't|does not) work anymore)\b(?!\s+(?:(?:from|at|for|with)\s+)?(?-i:[A-Z]))|"
-    r"退休|辞职了|辞掉了?工作|离职了|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)",
+    r"退休|辞职了|辞掉了?工作|离职了|已经辞了|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)",
     re.I,
 )
 _EMPLOYER_LINE = re.compile(
     r"\b(?:works?|working|worked|employed|has been|is|was)\s+(?:(?:as\s+)?an?\s+[\w -]{2,30}?\s+)?(?:at|for|with)\s+"
     r"(?-i:[A-Z])|"
     r"\b(?-i:[A-Z][\w&'-]*)\s+(?:Ltd|GmbH|AG|SARL|SA|Inc|LLC|BV|NV|Corp|plc)\b|"
-    r"(?:公司|集团|银行|股份|有限|单位)[^，。；,.;]{0,3}(?:的|上班|工作|任职)|在[^，。；,.;]{1,20}?(?:工作|上班|任职)",
+    r"(?:公司|集团|银行|股份|有限|单位)[^，。；,.;]{0,3}(?:的|上班|工作|任职)|在[^，。；,.;]{1,20}?(?:工作|上班|任职)|"
+    r"在[^，。；,.;]{1,20}?做[\u4e00-\u9fff]{0,3}?(?:师|士|员|生|工|家|官|经理|主管|编辑|记者|设计|会计|销售|客服)",
     re.I,
 )
 
@@ -272,16 +273,35 @@ _DISPOSED_ZH = re.compile(
 )
 
 
+def _had_in_chinese(head: str, line: str) -> re.Match[str] | None:
+    """Where a Chinese line has the thing an English fact gave up ("Sold the Skoda", "用户买了一辆二手的斯柯达"):
+    a Chinese word for it after a verb of having (``reflection_site.glossary``)."""
+    span = glossary.find(head, line) if CJK_RUN.search(line) else None
+    if span is None:
+        return None
+    return re.search(r"(?:有|买|养|骑|开|用(?!户))[^，。；]{0,8}$", line[: span[0]])
+
+
+def says_all(named: set[str], line: str, *, bridged: bool) -> bool:
+    """Whether ``line`` says every content word of ``named`` as the person's own; with ``bridged``, a Chinese line
+    says an English word by the dictionary ("drink", "coffee" in "用户每天早上喝咖啡。")."""
+    if bridged and CJK_RUN.search(line):
+        spans = [glossary.find(word, line) for word in named]
+        return all(spans) and not someone_elses(line, min(span[0] for span in spans))
+    return named <= set(content_words(line))
+
+
 def someone_elses(line: str, at: int) -> bool:
     """Whether what stands at ``at`` in ``line`` is a relative's or a friend's ("The user's sister …", "用户的女儿在学…")."""
     return bool(_KIN_BEFORE.search(line[:at]) or _KIN_ZH.search(line[:at]))
 
 
 def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
-    if match := _DISPOSED_EN.search(fact):
+    english_fact = bool(match := _DISPOSED_EN.search(fact))
+    if match:
         head = (match.group("thing") or match.group("old")).split()[-1]
         has = re.compile(
-            rf"\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?|uses?)\b[^.;]{{0,40}}?\b{re.escape(head)}\b",
+            rf"\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?|uses?|plays?)\b[^.;]{{0,40}}?\b{re.escape(head)}\b",
             re.I,
         )
     elif match := _DISPOSED_ZH.search(fact):
@@ -298,7 +318,7 @@ def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
     who = _person(fact)
 
     def holds(line: str) -> bool:  # The person's own, not a relative's ("The user's sister has a Vespa").
-        found = has.search(line)
+        found = has.search(line) or (_had_in_chinese(head, line) if english_fact else None)
         return found is not None and not (
             _KIN_BEFORE.search(line[: found.start()]) or _KIN_ZH.search(line[: found.start()])
         )
@@ -306,25 +326,58 @@ def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
     return [line for line in lines if _person(line) == who and holds(line) and not _DISPOSED_EN.search(line)]
 
 
-def _job_lines(fact: str, lines: list[str]) -> list[str]:
-    if not _JOB_ENDED.search(fact):
+# A switch from one thing to another: "Has gone from green tea to coffee" takes back the person's line that has
+# green tea ("用户每天就喝几杯绿茶。", in Chinese by the dictionary); "Moved from payments to the data platform team."
+_SWITCHED_FROM = re.compile(
+    r"\b(?:gone|went|switched|changed|moved|swapped)\s+from\s+(?:(?:the|my|their|his|her)\s+)?(?P<old>[\w' -]{2,30}?)\s+to\b",
+    re.I,
+)
+
+
+def _switched_lines(fact: str, lines: list[str]) -> list[str]:
+    match = _SWITCHED_FROM.search(fact)
+    named = set(content_words(match.group("old"))) if match else set()
+    if not named:
         return []
     who = _person(fact)
     return [
-        line for line in lines if _person(line) == who and _EMPLOYER_LINE.search(line) and not _JOB_ENDED.search(line)
+        line
+        for line in lines
+        if _person(line) == who and says_all(named, line, bridged=True) and not _SWITCHED_FROM.search(line)
+    ]
+
+
+def _job_lines(fact: str, lines: list[str]) -> list[str]:
+    if not _JOB_ENDED.search(fact):
+        return []
+    who = _worker(fact)
+    return [
+        line for line in lines if _worker(line) == who and _EMPLOYER_LINE.search(line) and not _JOB_ENDED.search(line)
     ]
 
 
 # "Dana works at Acme." is Dana's; "Works at Acme." and "Has been a nurse at …" are the user's.
 _NAME_AND_VERB = re.compile(
     r"^(?!(?:Just|Now|Also|Still|Finally|Recently|Then|Today|Yesterday|Often|Usually|Already|Only|Never)\b)"
-    r"(?P<n>(?-i:[A-Z][a-z-]+))\s+(?:(?:now|also|still|just)\s+)?(?:[a-z]{2,}(?:s|ed)|can|could|is|has|was|no)\b"
+    r"(?P<n>(?-i:[A-Z\u00c0-\u00de\u0100-\u017f][a-z\u00df-\u00ff\u0100-\u017f-]+))\s+(?:(?:now|also|still|just)\s+)?(?:[a-z]{2,}(?:s|ed)|sold|left|quit|got|bought|gave|took|lost|made|can|could|is|has|was|no)\b"
+)
+
+
+# "美玲在一家牙科诊所做护士", "美玲从牙科诊所辞职了": a Chinese name before what they do.
+_NAME_ZH = re.compile(
+    r"^(?!用户)(?P<n>[\u4e00-\u9fff]{2,3}?)(?=在[^，。；]{1,20}?(?:工作|上班|做)|从[^，。；]{1,20}?(?:辞职|离职))"
 )
 
 
 def _person(text: str) -> str | None:
     match = _NAME_AND_VERB.match(_BULLET.sub("", text).strip())
     return match.group("n") if match else _subject(text)
+
+
+def _worker(text: str) -> str | None:
+    """Whose job a line or fact states: a person as ``_person`` reads them, or a Chinese name before where they work."""
+    match = _NAME_ZH.match(_BULLET.sub("", text).strip())
+    return match.group("n") if match else _person(text)
 
 
 # What the person could not eat or drink and now can: "微辣现在可以接受" takes back "用户不吃辣，因为吃辣会胃疼",
@@ -415,4 +468,5 @@ def takeback_lines(fact: str, content: str) -> list[str]:
     lines = _lines(content)
     found = set(_negated_value_lines(fact, lines)) | set(_forgotten_lines(fact, lines)) | set(_lost_lines(fact, lines))
     found |= set(_job_lines(fact, lines)) | set(_accepted_lines(fact, lines)) | set(_disposed_lines(fact, lines))
+    found |= set(_switched_lines(fact, lines))
     return [line for line in lines if line in found and _BULLET.sub("", line).strip() != fact.strip()]

@@ -295,3 +295,10 @@ def test_corrections_reach_the_offline_guardian(write, user_md):
     )
     allowed = write("Vim!")
     assert allowed.status == Status.WRITTEN and "allows it" in allowed.reason
+
+
+def test_an_english_fact_about_someone_with_a_chinese_name_is_not_too_short():
+    from guardian_app.write.heuristic_guardian import vague_reason
+
+    assert vague_reason("晓雯 is allergic to peanuts.") is None
+    assert vague_reason("晓雯好。") is not None

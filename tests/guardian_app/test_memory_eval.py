@@ -84,9 +84,12 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
     [
         # Not at the issue's bar (QUALITY.md says what is left and why): floors at today's figures, so that a
         # change that loses what these sets showed fails here.
-        ("v5", 0.828, 15, 0, 0),
-        ("v6", 0.912, 2, 9, 1),
-        ("v7", 0.986, 15, 0, 0),
+        ("v5", 0.907, 15, 0, 0),
+        ("v6", 0.911, 2, 0, 0),
+        # v7 captured 0.986 before 3a49fdf: a device update now replaces the OS line in the tools file, where v7
+        # expects the device in USER.md (QUALITY.md); its stale lines went from 15 to 4.
+        ("v7", 0.955, 4, 0, 0),
+        ("v8", 0.957, 17, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -196,6 +199,8 @@ def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where
         ("- 用户已经搬到了Gallneukirchen，房子大一点。", "Gallneukirchen", True),  # A Latin word beside Chinese.
         ("- Lives in Gallneukirchenstadt.", "Gallneukirchen", False),
         ("- 用户把Vespa卖了，冬天太冷。", "Vespa", False),
+        ("- 用户从恒通物流辞职了，现在在华信公司上班。", "恒通物流", False),  # 从: from.
+        ("- 用户从恒通物流辞职了，现在在华信公司上班。", "华信公司", True),
     ],
 )
 def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: str, value: str, current: bool):

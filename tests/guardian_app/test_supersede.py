@@ -591,3 +591,47 @@ def test_a_habit_or_home_of_the_past_takes_back_the_line_that_states_it():
     assert superseded_lines("Used to swim competitively.", content) == ["- Swims competitively at the club."]
     assert superseded_lines("Used to live in Tartu.", content) == ["- Lives in Tartu."]
     assert superseded_lines("Is used to long winters.", content) == []  # Accustomed, not a past habit.
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # A switch from one thing to another, in either language's line.
+            "Has gone from black tea to coffee.",
+            "- 用户每天早上喝红茶。\n- Drinks black tea with milk.\n- Likes coffee cake.\n",
+            ["- 用户每天早上喝红茶。", "- Drinks black tea with milk."],
+        ),
+        (  # Given up in English, owned in a Chinese line (the name folded: Škoda is skoda).
+            "Sold the Skoda last month.",
+            "- 用户买了一辆二手的斯柯达。\n- 用户的哥哥也开斯柯达。\n",
+            ["- 用户买了一辆二手的斯柯达。"],
+        ),
+        (  # A named person's job that ended, in Chinese, takes back where they worked and no one else's.
+            "晓雯从书店辞职了，现在在银行上班。",
+            "- 晓雯在一家书店做店员。\n- Dorota works at a bookshop.\n",
+            ["- 晓雯在一家书店做店员。"],
+        ),
+        (  # A person with an accent in the name gives up their own thing, not the user's.
+            "Zoé sold the cello, Zoé sings in a choir now.",
+            "- Zoé plays the cello in an orchestra.\n- Plays the cello.\n",
+            ["- Zoé plays the cello in an orchestra."],
+        ),
+        (  # Left one town, renting in another: a move.
+            "Zoé has left Nantes, Zoé is renting a flat in Rennes now.",
+            "- Zoé lives in Nantes.\n",
+            ["- Zoé lives in Nantes."],
+        ),
+        (  # A favourite changed in Chinese replaces the English favourite of that kind.
+            "用户现在最喜欢的水果变成芒果了。",
+            "- The user's favorite fruit is apples.\n- The user's favorite food is soup.\n",
+            ["- The user's favorite fruit is apples."],
+        ),
+        (  # And a favourite food has one value at a time.
+            "The user's favorite food is dumplings.",
+            "- The user's favorite food is definitely pizza.\n",
+            ["- The user's favorite food is definitely pizza."],
+        ),
+    ],
+)
+def test_v8_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale

@@ -901,3 +901,31 @@ def test_a_time_adverb_inside_the_statement_and_a_habit_of_the_past(message: str
 
 def test_used_to_be_is_not_a_fact():
     assert classify_turn("I used to be shy.").decision == "NO_WRITE"
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # A named person's own lasting fact, told by the user; a word that opens sentences is not a name.
+        ("Dorota works at the hospital in Lublin.", "UPDATE_MEMORY", "Dorota works at the hospital in Lublin."),
+        ("晓雯 is allergic to peanuts, so skip the satay.", "UPDATE_MEMORY", "晓雯 is allergic to peanuts."),
+        ("Monday works for me.", "NO_WRITE", None),
+        # What the user owns, a pet of any kind, the household's new pet.
+        ("I have a ThinkPad for work.", "UPDATE_USER", "Has a ThinkPad for work."),
+        ("I have a hamster who bites.", "UPDATE_USER", "Has a hamster who bites."),
+        ("We got a kitten last week.", "UPDATE_USER", "Got a kitten last week."),
+        # Chinese: a favourite changed, a role at a workplace, a job left from a place, a new job without 我,
+        # a move again.
+        ("我现在最喜欢的水果变成芒果了。", "UPDATE_USER", "用户现在最喜欢的水果变成芒果了。"),
+        ("我在一家书店做店员。", "UPDATE_USER", "用户在一家书店做店员。"),
+        ("我从书店辞职了，现在在银行上班。", "UPDATE_USER", "用户从书店辞职了，现在在银行上班。"),
+        ("新工作今天开始了，在银行做柜员。", "UPDATE_USER", "用户新工作今天开始了，在银行做柜员。"),
+        ("我们又搬家了，搬到了苏州。", "UPDATE_USER", "用户又搬家了，搬到了苏州。"),
+        ("我在家做饭。", "NO_WRITE", None),
+        # A switch from one thing to another stays true after this week.
+        ("I switched from tea to coffee this week.", "UPDATE_USER", "Switched from tea to coffee this week."),
+    ],
+)
+def test_v8_classes(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
