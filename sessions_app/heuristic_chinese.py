@@ -75,7 +75,20 @@ def soul_zh(clause: str) -> Finding | None:
     )
 
 
+# Who a Chinese clause opens on when it names its subject; any other clause has left it out.
+_SUBJECT_ZH = re.compile(r"^(?:我|你|您|他|她|它|咱|大家|别人|有人|人家|谁|这|那|哪|什么|怎么|为什么|用户|助手)")
+
+
 def user_zh(clause: str) -> Finding | None:
+    """A durable fact of the speaker's. Chinese often leaves the subject out ("最近开始攀岩了", "现在用的是…"):
+    a clause that names no one first is the speaker's own and is read as "我…"."""
+    found = _user_zh(clause)
+    if found is None and not _SUBJECT_ZH.match(clause):
+        found = _user_zh("我" + clause)
+    return found
+
+
+def _user_zh(clause: str) -> Finding | None:
     clause = rules.WE_HOUSEHOLD_ZH.sub("我", clause)
     if match := rules.CALL_ME_ZH.match(clause):
         name = rules.ZH_NAME_TAIL.sub("", match.group("name"))

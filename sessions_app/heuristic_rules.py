@@ -848,9 +848,21 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
             r"^(?!我)[\u4e00-\u9fff]{1,6}?我?(?:不再|已经不|不)[\u4e00-\u9fff]了[，,](?:[^，。；,;？?]{1,10}[，,])?(?:现在|如今|最近)?"
             r"(?:都)?(?:改成|改为|换成|改)[^，。；,;？?]{1,16}|"
             # Given up, with the reason after it: "韩语我不学了，实在没时间", "咖啡我已经不喝了".
-            r"^(?!我)[\u4e00-\u9fff]{2,6}?我(?:不再|已经不|不)[\u4e00-\u9fff]了(?:[，,。.！!]|$)"
+            # "素食我坚持不下去了", "西班牙语课我退掉了": kept up no longer, or dropped.
+            r"^(?!我)[\u4e00-\u9fff]{2,6}?我(?:(?:不再|已经不|不)[\u4e00-\u9fff]|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起)|"
+            r"(?:退|放弃|停|戒|取消|扔|卖)(?:掉|了)?)了(?:[，,。.！!]|$)"
         ),
         0.7,
+    ),
+    (
+        # Something of the speaker's given away or sold, said thing first, a reason between:
+        # "兔子老是抓人，送给楼下邻居家的孩子了", "车上个月卖了".
+        CHANGE_LABEL,
+        re.compile(
+            r"^(?!我)[\u4e00-\u9fff]{1,4}?(?:[^，。；,;？?]{0,12}[，,])?(?:已经|上个月|前几天|去年|就|也)?"
+            r"(?:送给|送人|卖给|卖掉|卖了|扔了|扔掉|送走)"
+        ),
+        0.65,
     ),
     (
         # A move or a new job after other steps: "我收拾行李搬到了厦门", "我辞职去了美团上班".
@@ -921,7 +933,17 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     ),
     ("the user's work or studies", re.compile(r"^我(?:在|正在|最近在)?(?:学|学习|备考|负责|研究|从事)(?!了)"), 0.7),
     ("the user's work", re.compile(r"^我(?:的工作是|是做|做)(?!了)"), 0.7),
-    ("what the user uses", re.compile(r"^我(?:平时|一般|习惯|主要|一直)?(?:用|使用)(?!了)"), 0.65),
+    ("what the user uses", re.compile(rf"^我(?:(?:{ZH_NOW}|平时|一般|习惯|主要)[，,]?)*(?:用|使用)(?!了)"), 0.65),
+    (
+        # Something taken up: "我最近开始攀岩了", "我今年开始学吉他了" (a feeling or the weather is not: "我开始担心了",
+        # "开始下雨了").
+        "a habit",
+        re.compile(
+            rf"^我(?:(?:{ZH_NOW}|又|今年|去年)[，,]?)*开始(?!觉得|担心|怀疑|后悔|害怕|紧张|明白|理解|想|有点|感觉|生气|着急|用|吃|下雨|下雪|刮风|降温|升温|变冷|变热|变天|放假|堵车)"
+            r"[\u4e00-\u9fff]{1,6}?了"
+        ),
+        0.65,
+    ),
     ("the user's age", re.compile(r"^我(?:今年)?(?:\d+|[一二三四五六七八九十]+)岁"), 0.75),
     (
         # A plan with a place: "我打算明年去成都读书", "我准备下周到杭州开会".

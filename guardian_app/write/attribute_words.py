@@ -1,6 +1,6 @@
 """The words the attribute rules of ``guardian_app.write.supersede`` are made of: tools that exclude each other
 within a category, roles one person holds, events with a time, weekdays, places and shifts kept on weekdays, diets,
-and languages. Pure data, Django-free.
+and languages; and the words of a thing given up that ``guardian_app.write.takeback`` reads. Pure data, Django-free.
 """
 
 import re
@@ -15,12 +15,29 @@ TOOL_CATEGORIES: dict[str, tuple[str, ...]] = {
     "os": ("macos", "mac os", "linux", "windows", "ubuntu", "fedora", "debian", "arch linux", "nixos", "chromeos"),
     "browser": ("chrome", "firefox", "safari", "edge", "brave", "arc", "vivaldi", "opera"),
     "phone": ("iphone", "android", "pixel", "galaxy"),
+    # The computer one uses day to day, by its line's name: one at a time, as a phone.
+    "computer": tuple(
+        "macbook|macbook pro|macbook air|thinkpad|chromebook|surface laptop|surface pro|xps|imac|mac mini|mac studio|"
+        "framework laptop|zenbook|vivobook|ideapad|matebook".split("|")
+    ),
     "terminal": ("iterm", "iterm2", "alacritty", "kitty", "wezterm", "ghostty", "warp"),
     "package manager": ("npm", "pnpm", "yarn", "bun", "pip", "poetry", "uv", "pipenv", "conda"),
     "notes app": ("obsidian", "notion", "evernote", "logseq", "bear", "onenote"),
     "chat app": ("slack", "teams", "discord", "mattermost", "钉钉", "飞书", "企业微信"),
 }
 TOOL_TO_CATEGORY = {tool: category for category, tools in TOOL_CATEGORIES.items() for tool in tools}
+# A word for a kind of thing that stands for any of its category: "Sold my laptop" and "Has a Chromebook".
+KIND_WORDS = {
+    "laptop": "computer",
+    "computer": "computer",
+    "notebook": "computer",
+    "电脑": "computer",
+    "笔记本": "computer",
+    "phone": "phone",
+    "smartphone": "phone",
+    "cellphone": "phone",
+    "手机": "phone",
+}
 TOOL_RE = "|".join(sorted((re.escape(t) for t in TOOL_TO_CATEGORY), key=len, reverse=True))
 
 ROLES_HELD = (
@@ -50,3 +67,23 @@ LANGS = (
     r"english|chinese|mandarin|cantonese|french|german|spanish|italian|portuguese|japanese|korean|dutch|russian|"
     r"arabic|hindi|polish|swedish|中文|英文|英语|法语|德语|日语|西班牙语|韩语|粤语|普通话"
 )
+
+# Something the person no longer has (``takeback``): "Sold the Brompton", "用户把自行车卖了", and a verb of having.
+DISPOSED_EN = re.compile(
+    r"\b(?:sold|gave away|got rid of|donated|scrapped|traded in)\s+(?:(?:the|my|our|their|his|her|a|an)\s+)?"
+    r"(?P<thing>[\w'-]+(?:\s+(?!(?:to|for|on|in|at|last|this|yesterday|because|since|and|as|recently|now|already|today|finally|after|"
+    r"before|online|off)\b)[\w'-]+){0,3})|"
+    # The old one given to someone: "Gave my old Kindle to my niece."
+    r"\bgave\s+(?:my|our|their|his|her|the)\s+old\s+(?P<old>[\w'-]+(?:\s+[\w'-]+)?)\s+to\b",
+    re.I,
+)
+DISPOSED_ZH = re.compile(
+    r"把(?P<thing>[\u4e00-\u9fff]{1,6}?|[A-Za-z][\w -]{0,20}?)(?:卖|送人|送给[\u4e00-\u9fff]{1,4}|给了|扔|处理)(?:掉)?了?|"
+    r"卖掉了(?P<thing2>[\u4e00-\u9fff]{1,6}?)(?:[，。,.]|$)|"
+    # The old one given to someone: "旧的iPhone给了我岳母", "以前的车送给了表弟".
+    r"(?:旧的|以前的|原来的)(?P<thing3>[\u4e00-\u9fff]{1,6}?|[A-Za-z][\w -]{0,20}?)(?:送给|给)了|"
+    # The thing first, the reason between: "兔子老是抓人，送给楼下邻居家的孩子了", "车上个月卖了".
+    r"^\W*(?:用户的?)?(?P<thing4>[\u4e00-\u9fff]{1,4}?)(?:[^，。；,;]{0,12}[，,])?(?:已经|上个月|前几天|去年|就|也)?"
+    r"(?:送给|送人|卖给|卖掉|卖了|扔了|扔掉|送走)"
+)
+HAS_EN = r"\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?|uses?|plays?)\b[^.;]{0,40}?"

@@ -92,9 +92,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "tool:{cat}",
             rf"\b(?:uses?|using|switched to|moved to|migrated to|prefers?|codes? in|writes? code in|works? in|"
-            rf"runs?|is on|on an?)\s+(?P<v>{TOOL_RE})\b",
+            rf"runs?|is on|on an?)\s+(?:(?:an?|the|my|their|his|her)\s+)?(?P<v>{TOOL_RE})\b",
         ),
-        ("tool:{cat}", rf"(?:用|使用|改用了?|换成了?|换用了?|开始用|切换到了?)\s*(?P<v>{TOOL_RE})"),
+        # "用的是公司发的ThinkPad": what is used may come after 的是 and who gave it.
+        (
+            "tool:{cat}",
+            rf"(?:用|使用|改用了?|换成了?|换用了?|开始用|切换到了?)(?:的是)?(?:[\u4e00-\u9fff]{{1,6}}的)?\s*(?P<v>{TOOL_RE})",
+        ),
         # Which days a weekly habit falls on: "Goes to the office on Tuesdays and Thursdays", "每周二和周四去办公室".
         (
             "weekly:{k}",
@@ -108,6 +112,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             rf"(?:早上|上午|中午|下午|晚上|夜里)?(?:值|上|轮)(?P<k2>{SHIFTS_ZH})|"
             # An activity the clause ends on: "每周三和周六早上去游泳".
             r"(?:早上|上午|中午|下午|晚上|夜里)?(?:去|到)(?P<k3>[\u4e00-\u9fff]{2,4}?)(?=[。，,.；;]|$))",
+        ),
+        # Days a place is kept to, said without 每: "现在只有周三能在家办公" (never one week's day: "下周三去公司").
+        (
+            "weekly:{k}",
+            rf"(?:只有|只在|只|现在|如今|目前|改成|改为)(?:每)?(?:周|星期|礼拜)"
+            rf"(?P<v>{WEEKDAYS_ZH}(?:(?:和|、|跟|与|及|，|,)?(?:周|星期|礼拜)?{WEEKDAYS_ZH})*)"
+            rf"(?:才|能|可以|都|会|要)*(?:早上|上午|中午|下午|晚上)?(?:去|到|在|回)(?P<k>{WEEKLY_PLACES_ZH})",
         ),
         # The place first, then the new days: "工作室改成周三和周四去了，周二和周五不去了。" (the old days, named as no
         # longer, are not the value).
@@ -322,9 +333,11 @@ def _favourite(k: str) -> str:
 
 def _owned_by(text: str, before: str, key: str) -> str:
     """ "The user's friend moved to Rome." states the friend's home, not the user's: a possessed noun before the
-    verb qualifies the key (``friend:home``), unless it is the user's own place ("用户的家住杭州")."""
+    verb qualifies the key (``friend:home``), unless it is the user's own place ("用户的家住杭州") or stands in an
+    earlier clause."""
     owner = " ".join(before.split()).strip(" ,")
-    if not owner or not _POSSESSIVE.match(text) or owner.casefold() in _OWN_PLACE:
+    # A possessive opens the first clause only: "用户的公司改规定了，现在只有周三在家办公" keeps the user's own days.
+    if not owner or not _POSSESSIVE.match(text) or owner.casefold() in _OWN_PLACE or re.search(r"[，,;；。]", owner):
         return key
     return f"{owner.casefold()}:{key}"
 

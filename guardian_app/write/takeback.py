@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from guardian_app.write.attribute_words import DISPOSED_EN, DISPOSED_ZH, HAS_EN, KIND_WORDS, TOOL_TO_CATEGORY
 from reflection_site import glossary, memory_files
 from reflection_site.text import CJK_RUN, content_words, stem, stop_words, words
 
@@ -40,8 +41,12 @@ _NEGATED_VALUE_ZH = re.compile(
     r"(?:不再|已经不|已不|再也不)(?P<verb>[\u4e00-\u9fff])(?P<obj>[\u4e00-\u9fff]{1,4}?)(?:了|，|。|$)|"
     # "现在不值夜班了": a plain 不 with 了 after the object; "太极拳不练了": the object before it.
     r"(?<![\u4e00-\u9fff]不)不(?P<verb2>[\u4e00-\u9fff])(?P<obj2>[\u4e00-\u9fff]{1,4}?)了|"
-    r"(?P<obj3>[\u4e00-\u9fff]{2,4}?)(?:不再|已经不|不)(?P<verb3>[\u4e00-\u9fff])了"
+    r"(?P<obj3>[\u4e00-\u9fff]{2,4}?)(?:不再|已经不|不)(?P<verb3>[\u4e00-\u9fff])了|"
+    # Dropped, whatever the person did with it: "西班牙语课用户退掉了", "素食，用户坚持不下去了".
+    r"(?P<dropped>[\u4e00-\u9fff]{2,6}?)[，,]?(?:用户|我)(?:退|放弃|停|戒|取消|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起))(?:掉|了)?了"
 )
+# What a dropped class or course was of: "西班牙语课" is 西班牙语.
+_COURSE = re.compile(r"(?:课程|课|班|培训)$")
 _ROLE_VERBS_ZH = "当做是"
 _NEGATION_BEFORE = re.compile(
     r"(?:\b(?:not|never|no longer)|n't)\W*(?:\w+\W+){0,2}$|(?:不再|已经不|不)[\u4e00-\u9fff]{0,3}$", re.I
@@ -186,6 +191,12 @@ def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
 
 def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str) -> int | None:
     """Where ``line`` holds what the Chinese negation ``chinese`` names, or None."""
+    if dropped := chinese.group("dropped"):  # Any line of the person's that holds the thing, in either language.
+        thing = _COURSE.sub("", dropped) or dropped
+        found = next((f for end in _suffixes(thing) if (f := re.search(re.escape(end), line))), None)
+        if found is not None:
+            return found.start()
+        return None if CJK_RUN.search(line) else _in_english("", thing, line)
     verb = chinese.group("verb") or chinese.group("verb2") or chinese.group("verb3")
     obj = chinese.group("obj") or chinese.group("obj2") or chinese.group("obj3")
     verbs = verb + (_ROLE_VERBS_ZH if verb in _ROLE_VERBS_ZH else "")
@@ -210,11 +221,12 @@ def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str
 
 def _in_english(verb: str, thing: str, line: str) -> int | None:
     """Where an English line holds a thing negated in Chinese, by the dictionary ("韩语我不学了" and "Is learning
-    Korean right now."): the thing's word, after a word of the verb's, and the person's own."""
+    Korean right now."): the thing's word, after a word of the verb's (any verb for a thing dropped), and the
+    person's own."""
     if CJK_RUN.search(line):
         return None
     at = glossary.english_at(thing, line)
-    if at < 0 or glossary.english_at(verb, line[:at]) < 0 or _KIN_BEFORE.search(line[:at]):
+    if at < 0 or (verb and glossary.english_at(verb, line[:at]) < 0) or _KIN_BEFORE.search(line[:at]):
         return None
     return at
 
@@ -258,19 +270,6 @@ def _lost_lines(fact: str, lines: list[str]) -> list[str]:
 _KIN_ZH = re.compile(
     r"(?:姐姐|哥哥|妹妹|弟弟|妈妈|母亲|爸爸|父亲|父母|朋友|同事|老婆|老公|妻子|丈夫|儿子|女儿|孩子|阿姨|叔叔|舅舅|姑姑|邻居)[^，。；]{0,2}$"
 )
-_DISPOSED_EN = re.compile(
-    r"\b(?:sold|gave away|got rid of|donated|scrapped|traded in)\s+(?:(?:the|my|our|their|his|her|a|an)\s+)?"
-    r"(?P<thing>[\w'-]+(?:\s+(?!(?:to|for|on|in|at|last|this|yesterday|because|since|and|as)\b)[\w'-]+){0,3})|"
-    # The old one given to someone: "Gave my old Kindle to my niece."
-    r"\bgave\s+(?:my|our|their|his|her|the)\s+old\s+(?P<old>[\w'-]+(?:\s+[\w'-]+)?)\s+to\b",
-    re.I,
-)
-_DISPOSED_ZH = re.compile(
-    r"把(?P<thing>[\u4e00-\u9fff]{1,6}?|[A-Za-z][\w -]{0,20}?)(?:卖|送人|送给[\u4e00-\u9fff]{1,4}|给了|扔|处理)(?:掉)?了?|"
-    r"卖掉了(?P<thing2>[\u4e00-\u9fff]{1,6}?)(?:[，。,.]|$)|"
-    # The old one given to someone: "旧的iPhone给了我岳母", "以前的车送给了表弟".
-    r"(?:旧的|以前的|原来的)(?P<thing3>[\u4e00-\u9fff]{1,6}?|[A-Za-z][\w -]{0,20}?)(?:送给|给)了"
-)
 
 
 def _had_in_chinese(head: str, line: str) -> re.Match[str] | None:
@@ -280,6 +279,21 @@ def _had_in_chinese(head: str, line: str) -> re.Match[str] | None:
     if span is None:
         return None
     return re.search(r"(?:有|买|养|骑|开|用(?!户))[^，。；]{0,8}$", line[: span[0]])
+
+
+def _had_in_english(thing: str, line: str) -> re.Match[str] | None:
+    """Where an English line has the thing a Chinese fact gave up ("兔子…送给邻居家的孩子了", "Has a rabbit who
+    scratches."): its English word (the dictionary) after a verb of having."""
+    if CJK_RUN.search(line) or thing.isascii() or (at := glossary.english_at(thing, line)) < 0:
+        return None
+    return re.search(rf"{HAS_EN}$", line[:at], re.I)
+
+
+def _kind_of(head: str) -> str:
+    """``head`` as a pattern, and every member of its kind: "laptop" is any computer's name ("Chromebook")."""
+    kind = KIND_WORDS.get(head.casefold())
+    members = [tool for tool, category in TOOL_TO_CATEGORY.items() if kind and category == kind]
+    return "|".join([re.escape(head)] + [re.escape(member) for member in members])
 
 
 def says_all(named: set[str], line: str, *, bridged: bool) -> bool:
@@ -297,15 +311,13 @@ def someone_elses(line: str, at: int) -> bool:
 
 
 def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
-    english_fact = bool(match := _DISPOSED_EN.search(fact))
+    english_fact = bool(match := DISPOSED_EN.search(fact))
+    head = ""
     if match:
         head = (match.group("thing") or match.group("old")).split()[-1]
-        has = re.compile(
-            rf"\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?|uses?|plays?)\b[^.;]{{0,40}}?\b{re.escape(head)}\b",
-            re.I,
-        )
-    elif match := _DISPOSED_ZH.search(fact):
-        said = match.group("thing") or match.group("thing2") or match.group("thing3")
+        has = re.compile(rf"{HAS_EN}\b(?:{_kind_of(head)})\b", re.I)
+    elif match := DISPOSED_ZH.search(fact):
+        said = match.group("thing") or match.group("thing2") or match.group("thing3") or match.group("thing4")
         thing = re.sub(r"^(?:我的|我们的|那辆|那台|那个|旧)", "", said).strip()
         end = thing if thing.isascii() else thing[-2:]  # "Vespa" whole; "折叠自行车" by its last two characters.
         # A name in Latin letters may stand in an English line ("Rides a red Vespa to work").
@@ -316,14 +328,15 @@ def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
     else:
         return []
     who = _person(fact)
+    bridge = _had_in_chinese if english_fact else _had_in_english
 
     def holds(line: str) -> bool:  # The person's own, not a relative's ("The user's sister has a Vespa").
-        found = has.search(line) or (_had_in_chinese(head, line) if english_fact else None)
+        found = has.search(line) or bridge(head or thing, line)
         return found is not None and not (
             _KIN_BEFORE.search(line[: found.start()]) or _KIN_ZH.search(line[: found.start()])
         )
 
-    return [line for line in lines if _person(line) == who and holds(line) and not _DISPOSED_EN.search(line)]
+    return [line for line in lines if _person(line) == who and holds(line) and not DISPOSED_EN.search(line)]
 
 
 # A switch from one thing to another: "Has gone from green tea to coffee" takes back the person's line that has

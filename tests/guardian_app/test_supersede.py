@@ -635,3 +635,39 @@ def test_a_habit_or_home_of_the_past_takes_back_the_line_that_states_it():
 )
 def test_v8_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
     assert superseded_lines(fact, content) == stale
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # Days at a place without 每; a possessive that opens an earlier clause does not own them.
+            "用户的老板改规定了，现在只有周五能在家办公。",
+            "- 用户每周一和周三在家办公。\n- 用户每周二去健身房。\n",
+            ["- 用户每周一和周三在家办公。"],
+        ),
+        (  # One computer at a time, however the Chinese names who gave it.
+            "用户现在用的是公司发的MacBook。",
+            "- Uses a Chromebook at home.\n- Uses Firefox.\n",
+            ["- Uses a Chromebook at home."],
+        ),
+        (  # A kind of thing sold stands for any of its kind.
+            "Sold their phone last week.",
+            "- Has an iPhone 13.\n- The user's sister has a Pixel.\n- Has a phone case with cats.\n",
+            ["- Has an iPhone 13.", "- Has a phone case with cats."],
+        ),
+        (  # Given away in Chinese, thing first; had in English (the dictionary).
+            "猫太闹了，送给朋友了。",
+            "- Has a cat named Tom.\n- The user's sister has a cat.\n- Likes dogs.\n",
+            ["- Has a cat named Tom."],
+        ),
+        (  # A course dropped, thing first: the line in either language that holds it.
+            "日语课用户放弃了，太难了。",
+            "- Is learning Japanese.\n- 用户在学日语。\n- Likes Japanese food.\n",
+            ["- Is learning Japanese.", "- 用户在学日语。", "- Likes Japanese food."],
+        ),
+    ],
+)
+def test_chinese_without_a_subject_and_kinds_of_thing_take_back_only_what_they_name(
+    fact: str, content: str, stale: list[str]
+):
+    assert superseded_lines(fact, content) == stale

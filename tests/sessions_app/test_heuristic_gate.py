@@ -929,3 +929,25 @@ def test_used_to_be_is_not_a_fact():
 def test_v8_classes(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # A Chinese statement without a subject is the speaker's own.
+        ("现在用的是一台MacBook，装的macOS。", "UPDATE_USER", "用户现在用的是一台MacBook，装的macOS。"),
+        ("最近开始学吉他了，每周二晚上上课。", "UPDATE_USER", "用户最近开始学吉他了，每周二晚上上课。"),
+        ("老板改规定了，现在只有周五能在家办公。", "UPDATE_USER", "用户的老板改规定了，现在只有周五能在家办公。"),
+        # The weather, a feeling that began, a reaction: nobody's lasting fact.
+        ("开始下雪了。", "NO_WRITE", None),
+        ("我开始紧张了。", "NO_WRITE", None),
+        ("哈哈，笑死我了。", "NO_WRITE", None),
+        # Something given up or given away, said thing first.
+        ("日语课我放弃了，太难了。", "UPDATE_USER", "日语课用户放弃了，太难了。"),
+        ("健身我坚持不下去了。", "UPDATE_USER", "健身用户坚持不下去了。"),
+        ("猫太闹了，送给朋友了。", "UPDATE_USER", "猫太闹了，送给朋友了。"),
+    ],
+)
+def test_a_chinese_statement_without_a_subject_and_a_thing_said_first(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
