@@ -79,17 +79,31 @@ def soul_zh(clause: str) -> Finding | None:
 _SUBJECT_ZH = re.compile(r"^(?:我|你|您|他|她|它|咱|大家|别人|有人|人家|谁|这|那|哪|什么|怎么|为什么|用户|助手)")
 
 
+# A field or a group said first: "古典音乐里", "水果当中", "运动方面".
+_TOPIC_ZH = re.compile(r"^[\u4e00-\u9fff]{1,8}?(?:里|中|当中|之中|方面)[，,]?(?=我)")
+
+
 def user_zh(clause: str) -> Finding | None:
     """A durable fact of the speaker's. Chinese often leaves the subject out ("最近开始攀岩了", "现在用的是…"):
-    a clause that names no one first is the speaker's own and is read as "我…"."""
+    a clause that names no one first, and has no 我 later in its first part ("家里我说了算" is said of the
+    household), is the speaker's own and is read as "我…"."""
     found = _user_zh(clause)
-    if found is None and not _SUBJECT_ZH.match(clause):
+    if found is None and (topic := _TOPIC_ZH.match(clause)):
+        # "古典音乐里我最喜欢的还是贝多芬": the field named first, then the speaker's statement; the fact keeps both.
+        inner = _user_zh(clause[topic.end() :])
+        if inner is not None and inner.decision != NO_WRITE:
+            return write_finding(inner.decision, finish_zh(rewrite_zh(clause)), inner.reason, inner.confidence)
+    if found is None and not _SUBJECT_ZH.match(clause) and "我" not in re.split(r"[，,；;]", clause, maxsplit=1)[0]:
         found = _user_zh("我" + clause)
     return found
 
 
 def _user_zh(clause: str) -> Finding | None:
     clause = rules.WE_HOUSEHOLD_ZH.sub("我", clause)
+    # The thing given up said first, in the usual order: "瑜伽我不练了" → "我不再练瑜伽了", "日语课我放弃了" →
+    # "我放弃了日语课" (so the fact opens on its subject, whoever speaks).
+    clause = rules.GIVEN_UP_FIRST_ZH.sub(r"我不再\g<verb>\g<thing>了", clause, count=1)
+    clause = rules.DROPPED_FIRST_ZH.sub(r"我\g<verb>了\g<thing>", clause, count=1)
     if match := rules.CALL_ME_ZH.match(clause):
         name = rules.ZH_NAME_TAIL.sub("", match.group("name"))
         return write_finding("UPDATE_USER", f"用户希望被称为{name}。", "How the user wants to be addressed.", 0.85)
@@ -99,7 +113,9 @@ def _user_zh(clause: str) -> Finding | None:
                 not match.group("object").strip() or rules.ZH_REACTION.match(match.group("object"))
             ):
                 return Finding(NO_WRITE, None, "A reaction to this conversation, not a lasting preference.", 0.7)
-            if rules.TRANSIENT_ZH.search(clause) and not re.search(rules.ZH_MOVE_OR_JOB, clause):
+            # The first clause says whether it is passing: "我周六上午去上陶艺课，今天做了一个碗" is a habit.
+            first = re.split(r"[，,；;]", clause, maxsplit=1)[0]
+            if rules.TRANSIENT_ZH.search(first) and not re.search(rules.ZH_MOVE_OR_JOB, clause):
                 return Finding(NO_WRITE, None, "A passing state, not a durable fact about the user.", 0.7)
             if label == rules.CHANGE_LABEL:
                 clause = rules.ZH_OLD_VALUE_DROPPED.sub(r"\g<new>", clause)

@@ -214,9 +214,11 @@ def _user_fact_en(clause: str) -> str:
 def user_en(clause: str, *, greeted: bool) -> Finding | None:
     clause = rules.WE_HOUSEHOLD_EN.sub("I ", rules.FUTURE_LEAD_EN.sub("", expand(clause)))
     clause = re.sub(r"^I do (?=(?!not\b)[a-z]+\b)", "I ", clause)  # "I do speak Spanish": the emphatic do says nothing.
-    # "Got a MacBook Air to replace it", "Bought a used Fiat": the user's, said without "I".
+    # "Got a MacBook Air to replace it", "Bought a used Fiat", "Dropped the Italian course", "Moved to Oslo": the
+    # user's, said without "I".
     clause = re.sub(
-        r"^(?=(?:just |finally |recently )?(?:got|bought|adopted|rescued|sold) (?:a|an|my|our|the) )",
+        r"^(?=(?:just |finally |recently )?(?:(?:got|bought|adopted|rescued|sold|dropped|quit|gave up|took up|joined) "
+        r"(?:a|an|my|our|the) |(?:moved|relocated|switched) (?:back )?to ))",
         "I ",
         clause,
         flags=re.I,

@@ -175,6 +175,11 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
         finding = rule(clause)
         if finding is not None:
             return _someone_elses(finding)
+    if not is_chinese(text) and (later := rules.LATER_I_EN.search(clause)):
+        # "My e-bike got stolen, so I take the bus to work now": the user's own statement after a joining word.
+        found = user_en(clause[later.end() :], greeted=False)
+        if found is not None and found.decision != NO_WRITE:
+            return found
     if not is_chinese(text) and (move := rules.MOVE_CLAUSE_EN.search(clause)):
         verb = move.group("verb").lower()
         return user_en(f"I {'am ' if verb.endswith('ing') else ''}{verb} to {move.group('place')}", greeted=False)

@@ -77,7 +77,8 @@ _NAMED_FACT_EN = re.compile(
     r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day|Today|Tomorrow|Tonight|Yesterday)\b)"
     rf"(?P<name>{_NAME}|[\u4e00-\u9fff]{{2,3}})\s+(?!works? (?:for|with) (?:me|us|you)\b)"
     rf"(?P<rest>(?:{_CHANGES_EN}|is allergic to\b|is (?:a |an )?(?:{rules.DIETS})(?=\s*(?:[.,;!]|$))|"
-    r"was born in\b|grew up in\b|speaks\s+(?-i:[A-Z])).*)$",
+    r"was born in\b|grew up in\b|speaks\s+(?-i:[A-Z])|(?:can't|cannot|can not) stand\b|hates\b|dislikes\b|"
+    r"(?:doesn't|does not|won't|never) (?:eat|eats|drink|drinks)\b|is afraid of\b).*)$",
     re.I,
 )
 # Where the told fact ends and the user's own thoughts begin: "…moved back to the suburbs, so I was thinking …".

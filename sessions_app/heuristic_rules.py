@@ -405,6 +405,8 @@ DURABLE_ADJECTIVES = (
     r"extroverted|an? (?!bit\b|little\b|lot\b|tad\b|sort\b|kind\b)\w+|\d+(?: years old|-year-old)|"
     r"(?:learning|studying|training for|preparing for|saving for|working on|working at|working as|working for|"
     r"building|writing|planning|moving to|responsible for|in charge of)\b|"
+    # A course the user attends: "I'm taking a watercolour class on Thursdays", "I'm taking piano lessons".
+    r"taking (?:a |an )?(?:[\w-]+ ){0,2}?(?:class|classes|course|lessons)\b|"
     # Employment and residence said with other words: "I'm employed at Monzo", "I'm living in York".
     r"(?:employed|hired|contracted|interning|freelancing|contracting|on (?:the|their|a) [\w-]+ team|"
     # "I'm all settled in Porto now", "I'm now living in York": a home said with an adverb before it.
@@ -565,12 +567,23 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
     ),
     ("a durable trait", re.compile(rf"^I am\s+{ADV}(?:{DURABLE_ADJECTIVES})", re.I), 0.75),
     (
+        # How the user gets to work or school: "I take the bus to work now", "I cycle to the office".
+        "how the user commutes",
+        re.compile(
+            rf"^I\s+{ADV}(?:(?:usually|now|normally|always)\s+)?(?:take|ride|drive|cycle|bike|walk|commute|catch|get)\s+"
+            r"(?:(?:the|a|my)\s+)?(?:(?:bus|train|tram|metro|subway|tube|ferry|bike|car|e-bike|scooter|motorbike)\s+)?"
+            r"(?:to|into)\s+(?:work|the office|school|campus|uni|university|college)\b",
+            re.I,
+        ),
+        0.7,
+    ),
+    (
         "the user's family, pets or health",
         re.compile(
             rf"^I\s+{ADV}(?:(?:just|recently|finally)\s+)?(?:have|have got|adopted|rescued|got|brought home|took in)\s+"
             r"(?:a |an |one |two |three |four |five |\d+ )?(?:[\w-]+ ){0,2}?"
-            rf"(?:{PETS}|pets?|kids?|child|children|sons?|daughters?|brothers?|sisters?|"
-            r"wife|husband|partner|"
+            rf"(?:{PETS}|pets?|kids?|child|children|sons?|daughters?|brothers?|sisters?|siblings?|cousins?|nephews?|"
+            r"nieces?|grandkids|stepsons?|stepdaughters?|wife|husband|partner|"
             r"boyfriend|girlfriend|twins|grandchildren|allerg\w+|diabetes|asthma|adhd|dyslexia|degree|phd|"
             r"master's|bachelor's)\b",
             re.I,
@@ -583,8 +596,8 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(
             rf"^I\s+{ADV}(?:(?:just|recently|finally|now|also)\s+)*(?:have|have got|own|use|got|bought)\s+"
             r"(?:a|an|my|one)\s+(?:[\w-]+ ){0,2}?(?:laptop|notebook|chromebook|macbook(?: air| pro)?|thinkpad|iphone|"
-            r"ipad|tablet|kindle|e-reader|smartphone|android phone|phone|pc|desktop|car|bike|bicycle|motorbike|"
-            r"motorcycle|scooter|vespa|van|playstation|xbox|nintendo switch|console|camera)\b",
+            r"ipad|tablet|kindle|e-reader|smartphone|android(?: phone)?|pixel|galaxy|phone|pc|desktop|car|bike|bicycle|"
+            r"e-bike|motorbike|motorcycle|scooter|vespa|van|playstation|xbox|nintendo switch|console|camera)\b",
             re.I,
         ),
         0.75,
@@ -719,7 +732,8 @@ ROLES_HELD = (
 )
 PERSON_ROLE_EN = re.compile(
     r"^(?-i:[A-Z][a-z]+(?: [A-Z][a-z]+)?)\s+(?:is|has become|became)\s+(?:now\s+)?(?:the|our|my)\s+(?:new\s+)?"
-    rf"(?:[\w-]+\s+){{0,2}}?(?:{ROLES_HELD})\b(?:\s+(?:on|of|for|at|in)\s+[^.?!]+)?(?:\s+now)?\s*[.!]*$|"
+    # A clause after it may say what the role means: "Dimitra is my team lead, she signs off on my reviews."
+    rf"(?:[\w-]+\s+){{0,2}}?(?:{ROLES_HELD})\b(?:\s+(?:on|of|for|at|in)\s+[^.?!,;]+)?(?:\s+now)?\s*(?:[,;][^?]*)?[.!]*$|"
     # Who someone is to the user: "Mei is my girlfriend.", "Ana is my sister, she lives in Faro." (KIN_EN below).
     r"^(?-i:[A-Z\u00c0-\u024f][\w'-]+|[\u4e00-\u9fff]{2,3})\s+is\s+my\s+(?:(?:younger|older|little|big|best|new)\s+)?"
     r"(?:sister|brother|mom|mum|mother|dad|father|wife|husband|girlfriend|boyfriend|partner|fianc[ée]e?|daughter|son|"
@@ -764,7 +778,8 @@ ZH_NAME_TAIL = re.compile(r"(?:吧|了|好了|就行|就好|哦|啊|呀|啦|[。
 ZH_MODALS = r"要|应该|应当|必须|得|需要|一定要|最好|尽量|总是|永远|始终|一直|不要|不能|不用"
 ZH_NEGATIVE = r"别|不要|不许|不准|千万别|千万不要"
 ZH_NOT_SOUL = r"担心|着急|客气|介意|急|怕|难过|生气|忘|管"
-ZH_COMPLIMENTS = r"棒|好|厉害|聪明|可爱|牛|强|贴心|有用|给力|优秀|暖"
+# Praise and laughter are not feedback on the agent's manner: "你太逗了", "你太有才了".
+ZH_COMPLIMENTS = r"棒|好|厉害|聪明|可爱|牛|强|贴心|有用|给力|优秀|暖|逗|有才|有趣|好玩|搞笑|幽默|体贴|靠谱|神|赞|机智|懂我|会说话|神奇"
 ZH_COMPLAINT = re.compile(
     rf"^你(?P<what>说话|回答|回复)?(?P<degree>太|有点儿?|实在太|真是太)(?P<adj>(?!{ZH_COMPLIMENTS}).+?)了?$"
 )
@@ -785,13 +800,22 @@ ZH_SOUL_FORMS = (
 )
 
 
+# Where a second statement of the user's starts inside a sentence: ", so I …", " and now I …".
+LATER_I_EN = re.compile(r"(?:,\s*|\s+)(?:so|and|but|and now|so now)\s+(?=I\s+(?!think|guess|feel|hope|mean|was|had)\w)")
+
+
 # --- Chinese: durable facts about the user ----------------------------------------------------------------------------
 TRANSIENT_ZH = re.compile(r"今天|今晚|刚才|刚刚|此刻|这会儿|昨天|明天|今早")
-ZH_ADV = r"(?:也|还|真的|很|非常|特别|比较|最|一直|还是|超级|超|挺|蛮|更|都|就|其实|本来|向来|从来|平时|一般|不太|不怎么|不是很|有点儿?)*"
+ZH_ADV = (
+    r"(?:也|还|真的|很|非常|特别|比较|最|一直|还是|超级|超|挺|蛮|更|都|就|其实|本来|向来|从来|平时|一般|不太|不怎么|不是很|有点儿?|"
+    r"现在|如今|目前)*"
+)
 ZH_DURABLE_MY = (
     r"名字|生日|老婆|妻子|丈夫|老公|女儿|儿子|孩子|猫|狗|宠物|时区|邮箱|家乡|老家|母语|工作|职业|公司|老板|爱好|专业|城市|"
     r"电话|手机号|手机|电脑|笔记本|地址|血型|星座|年龄|身高|过敏|饮食|偏好|习惯|口味|团队|部门|上司|领导|同事|朋友|男朋友|女朋友|父母|爸妈|爸爸|"
-    r"妈妈|哥哥|姐姐|弟弟|妹妹|家人|车|母校|学校|代词|家"
+    r"妈妈|哥哥|姐姐|弟弟|妹妹|家人|车|母校|学校|代词|家|"
+    # "我妈每周三…", "我的中文是在成都学的": a parent or sibling said in one character, a language the user has.
+    r"妈(?!的)|爸(?!的)|哥(?!们)|姐(?!们)|中文|英语|英文|日语|法语|德语|西班牙语|韩语|粤语|普通话|母语"
 )
 # Words between 我 and the verb of a present fact: "我这几年一直住在成都", "我目前在美团上班".
 ZH_NOW = r"现在|目前|一直|平时|最近|近来|近期|这几年|这些年|这段时间|这阵子|如今|眼下|已经|终于|刚|也|还|都|就|从.{1,8}?(?:开始|起|以来)"
@@ -801,6 +825,12 @@ ZH_MOVE_OR_JOB = (
     r"新工作(?:今天|昨天|已经|上周|这周|终于)?(?:开始了|入职了)|"
     r"(?:去|到|进)(?!年|过)了?[^，。；,;]{1,20}?(?:工作|上班|任职)"
 )
+GIVEN_UP_FIRST_ZH = re.compile(
+    r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:不再|已经不|再也不|不)(?P<verb>[\u4e00-\u9fff])了"
+)
+DROPPED_FIRST_ZH = re.compile(
+    r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:已经)?(?P<verb>退掉|放弃|停掉|戒掉|取消|退|停|戒)(?:掉)?了"
+)
 # Who else "我…" can open on: "我朋友搬到了…" is the friend's move, not the user's.
 ZH_NOT_ME = (
     rf"的|们|{ZH_KIN}|妈|爸|姐|哥|弟|妹|爷|奶|舅|姑|姨|叔|婶|邻居|室友|舍友|老师|同学|客户|房东|"
@@ -808,7 +838,7 @@ ZH_NOT_ME = (
 )
 # "我们已经搬到了…", "我们又养了一只小狗": the household's home and pets, said by the user, are the user's (read as "我…").
 WE_HOUSEHOLD_ZH = re.compile(
-    r"^我们(?=(?:已经|又|也|刚|终于|还|今年|去年)*(?:搬到|搬去|搬回|搬家|住在|住|养了|养|买了房|把))"
+    rf"^我们(?=(?:已经|又|也|刚|终于|还|{ZH_TIME_WORDS})*[，,]?(?:搬到|搬去|搬回|搬家|住在|住|养了|养|买了房|把))"
 )
 USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
@@ -834,7 +864,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS}|前不久|又)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|搬家了|"
             r"最喜欢的[\u4e00-\u9fff]{1,6}?(?:现在|已经)?(?:变成了?|改成了?|换成了?)|从[^，。；,;]{1,12}?(?:辞职|离职)|"
-            r"辞职|离职|离开了|戒了|不再|已经不|不.{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
+            r"辞职|离职|离开了|戒了|放弃了|退掉了|停掉了|戒掉了|取消了|不再|已经不|不.{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
             # A decision to take up or give up a way of eating: "我决定吃素", "我决定从明天开始戒酒".
             r"决定(?:要)?(?:从.{1,6}?(?:开始|起))?(?:开始)?(?:吃素|吃全素|戒|不再|不吃|不喝|改吃))"
         ),
@@ -870,6 +900,15 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS})[，,]?)*(?:(?!{ZH_NOT_ME})[^，。；,;]){{1,12}}?[，,]?(?:然后|就|又|并|再|便)?"
             rf"(?:{ZH_MOVE_OR_JOB})"
+        ),
+        0.7,
+    ),
+    (
+        # How the user gets to work or school: "我骑电动自行车上班", "我现在每天坐地铁去公司".
+        "how the user commutes",
+        re.compile(
+            rf"^我(?:(?:{ZH_NOW}|每天|平时|一般|通常)[，,]?)*(?:骑|坐|开|搭|乘|走路)[^，。；,;？?]{{0,8}}?"
+            r"(?:上班|上学|去公司|去学校|去办公室|通勤)"
         ),
         0.7,
     ),
@@ -921,7 +960,9 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         "a habit",
         re.compile(
-            r"^我(?:现在|目前|如今)?(?:每天|每周|每个?(?:星期|礼拜)|每晚|每个月|每年|通常|一般|平时|经常|总是|从不|从来不|很少|习惯)"
+            r"^我(?:现在|目前|如今)?(?:每天|每周|每个?(?:星期|礼拜)|每晚|每个月|每年|通常|一般|平时|经常|总是|从不|从来不|很少|习惯|"
+            # A class on a weekday, without 每: "我周六上午去上陶艺课".
+            r"(?=(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上)?(?:都)?去?(?:上|练|学)[\u4e00-\u9fff]{1,4}?课))"
             r"(?P<rest>.+)$"
         ),
         0.65,
@@ -1007,6 +1048,6 @@ KIN_FACT_EN = re.compile(
     re.I,
 )
 KIN_FACT_ZH = re.compile(
-    r"^用户的?(?:爸妈|父母|爸爸|妈妈|父亲|母亲|姐姐|哥哥|妹妹|弟弟|老婆|老公|妻子|丈夫|女朋友|男朋友|女儿|儿子|孩子|朋友|"
+    r"^用户的?(?:爸妈|父母|爸爸|妈妈|父亲|母亲|姐姐|哥哥|妹妹|弟弟|妈|爸|哥|姐|老婆|老公|妻子|丈夫|女朋友|男朋友|女儿|儿子|孩子|朋友|"
     r"岳母|岳父|婆婆|公公|爷爷|奶奶|外公|外婆|邻居|室友)(?!叫|名叫|的名字|是[^，。；,;]{1,6}(?:[。.]|$))"
 )

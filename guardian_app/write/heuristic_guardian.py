@@ -28,9 +28,10 @@ from typing import Any
 
 from django.conf import settings
 
+from guardian_app.write.forget import is_forget_request
 from guardian_app.write.similarity import find_paraphrase
 from guardian_app.write.supersede import attribute, restated_line, superseded_lines
-from guardian_app.write.takeback import is_forget_request, kept_household, with_past_job
+from guardian_app.write.takeback import kept_household, with_past_job
 from reflection_site import memory_files
 from reflection_site import text as text_
 from reflection_site.poisoning import hold_reason
@@ -39,6 +40,8 @@ MODEL_NAME = "heuristic-guardian-v1"
 
 # A list mark at the start of a line ("- ", "1. ", "- [ ] ").
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+# A name after the first word: a brand, a place or a language the fact is about.
+_NAMED_THING = re.compile(r"(?<=\s)(?-i:[A-Z])[\w-]+")
 _VAGUE_WORDS = frozenset(
     "something stuff things thing somewhat whatever anything everything someone somebody etc misc various".split()
 )
@@ -138,7 +141,7 @@ def vague_reason(fact: str) -> str | None:
     if cjk and len(re.findall(r"[A-Za-z]{2,}", text)) < 3:  # Chinese; "美玲 is allergic to shellfish." is English.
         if cjk < 4:
             return "too short to stand on its own"
-    elif len(words) < 2:
+    elif len(words) < 2 and not _NAMED_THING.search(text):  # "Has an Android.", "Speaks Dutch.": a name says what.
         return "too vague: fewer than two content words"
     raw_words = set(text_.words(text))
     if raw_words & _VAGUE_WORDS and len(words) < 4:

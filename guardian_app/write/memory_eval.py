@@ -145,10 +145,10 @@ def _contains(text: str, needle: str) -> bool:
 
 
 # A line that names an old value as past ("Left Wise and joined Revolut.", "Switched from vim to Emacs.",
-# "Sold the Vespa.", "不再吃素") does not state it as current.
+# "Sold the Vespa.", "Dropped the Italian course.", "不再吃素", "放弃了日语课") does not state it as current.
 _AS_PAST = (
-    r"(?:\b(?:left|quit|from|previously|formerly|no longer|used to|instead of|rather than|sold|gave away|got rid of)\b|"
-    r"不再|已经不|以前)"
+    r"(?:\b(?:left|quit|from|previously|formerly|no longer|used to|instead of|rather than|sold|gave away|got rid of|"
+    r"dropped|gave up|stopped)\b|不再|已经不|以前|放弃了|退掉了)"
 )
 
 

@@ -25,6 +25,7 @@ from functools import lru_cache
 import numpy as np
 from django.conf import settings
 
+from reflection_site import glossary
 from reflection_site.text import CJK_RUN, bigrams, content_words, fold
 
 # A word with a digit (a number, a date, an id: "21", "m0x0"), a capitalised word inside the sentence (a name, a
@@ -126,6 +127,24 @@ def preference_attribute(fact: str) -> tuple[str, str, bool] | None:
         if pattern.match(thing):
             return "prefers:theme", value, bool(match.group("neg"))
     return f"prefers:{thing}", thing, bool(match.group("neg"))
+
+
+# What is liked most, in Chinese ("古典音乐里用户最爱的还是莫扎特", "用户最喜欢贝多芬") and in English ("Prefers Mozart.",
+# "The user's favorite composer is Mozart.", "Loves Beethoven most").
+_LIKED_MOST_ZH = re.compile(
+    r"(?:最喜欢|最爱|最偏爱|更喜欢|更爱)(?:的)?(?:[\u4e00-\u9fff]{0,6}?)?(?:还是|就是|是|仍然是)?(?P<v>[\u4e00-\u9fff]{2,6}?)(?:[，。,.；;！!]|$)"
+)
+_LIKED_EN = re.compile(r"\b(?:prefers?|likes?|loves?|favou?rite)\b", re.I)
+
+
+def liked_in_both_languages(fact: str, line: str) -> bool:
+    """Whether ``fact`` and ``line`` say, one in Chinese and one in English, that the same thing is liked most:
+    "古典音乐里用户最爱的还是莫扎特" after "Prefers Mozart." (the thing by ``reflection_site.glossary``)."""
+    chinese, english = (fact, line) if CJK_RUN.search(fact) else (line, fact)
+    if CJK_RUN.search(english) or not (liked := _LIKED_MOST_ZH.search(chinese)):
+        return False
+    verb = _LIKED_EN.search(english)
+    return verb is not None and glossary.english_at(liked.group("v"), english[verb.end() :]) >= 0
 
 
 def lexical(a: str, b: str) -> float:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from guardian_app.write.attribute_words import DISPOSED_EN, DISPOSED_ZH, HAS_EN, KIND_WORDS, TOOL_TO_CATEGORY
+from guardian_app.write.forget import forgotten_lines
 from reflection_site import glossary, memory_files
 from reflection_site.text import CJK_RUN, content_words, stem, stop_words, words
 
@@ -43,19 +44,14 @@ _NEGATED_VALUE_ZH = re.compile(
     r"(?<![\u4e00-\u9fff]不)不(?P<verb2>[\u4e00-\u9fff])(?P<obj2>[\u4e00-\u9fff]{1,4}?)了|"
     r"(?P<obj3>[\u4e00-\u9fff]{2,4}?)(?:不再|已经不|不)(?P<verb3>[\u4e00-\u9fff])了|"
     # Dropped, whatever the person did with it: "西班牙语课用户退掉了", "素食，用户坚持不下去了".
-    r"(?P<dropped>[\u4e00-\u9fff]{2,6}?)[，,]?(?:用户|我)(?:退|放弃|停|戒|取消|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起))(?:掉|了)?了"
+    r"(?P<dropped>[\u4e00-\u9fff]{2,6}?)[，,]?(?:用户|我)(?:退|放弃|停|戒|取消|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起))(?:掉|了)?了|"
+    r"(?:用户|我)(?:退掉|放弃|停掉|戒掉|取消|退|停|戒)(?:掉)?了(?P<dropped2>[\u4e00-\u9fff]{2,6}?)(?:[，,。.；;！!]|$)"
 )
 # What a dropped class or course was of: "西班牙语课" is 西班牙语.
 _COURSE = re.compile(r"(?:课程|课|班|培训)$")
 _ROLE_VERBS_ZH = "当做是"
 _NEGATION_BEFORE = re.compile(
     r"(?:\b(?:not|never|no longer)|n't)\W*(?:\w+\W+){0,2}$|(?:不再|已经不|不)[\u4e00-\u9fff]{0,3}$", re.I
-)
-_FORGET_EN = re.compile(
-    r"^asked (?:the agent )?to (?:forget|remove|delete|erase|drop) (?:their|the user's) (?P<what>.+?)\W*$", re.I
-)
-_FORGET_ZH = re.compile(
-    r"^用户要求(?:助手)?(?:忘掉|忘记|删掉|删除|去掉)(?:自己|他|她)?的(?P<what>[\u4e00-\u9fff\w ]{1,12}?)\W*$"
 )
 _NAMED_SUBJECT = re.compile(
     r"^(?P<n>(?-i:[A-Z\u00c0-\u00de\u0100-\u017f][a-z\u00df-\u00ff\u0100-\u017f-]+))(?:'s\s|\s+(?:is|has|was|no|does|doesn't|did)\b|(?=[\u4e00-\u9fff]))"
@@ -80,7 +76,7 @@ _EMPLOYER_LINE = re.compile(
     r"(?-i:[A-Z])|"
     r"\b(?-i:[A-Z][\w&'-]*)\s+(?:Ltd|GmbH|AG|SARL|SA|Inc|LLC|BV|NV|Corp|plc)\b|"
     r"(?:公司|集团|银行|股份|有限|单位)[^，。；,.;]{0,3}(?:的|上班|工作|任职)|在[^，。；,.;]{1,20}?(?:工作|上班|任职)|"
-    r"在[^，。；,.;]{1,20}?做[\u4e00-\u9fff]{0,3}?(?:师|士|员|生|工|家|官|经理|主管|编辑|记者|设计|会计|销售|客服)",
+    r"在[^，。；,.;]{1,20}?(?:做|当)[\u4e00-\u9fff]{0,3}?(?:师|士|员|生|工|家|官|经理|主管|编辑|记者|设计|会计|销售|客服)",
     re.I,
 )
 
@@ -91,10 +87,6 @@ def _subject(text: str) -> str | None:
     if match is None or match.group("n") in {"The", "User", "Is", "Has", "Was", "Does", "Doesn't", "No"}:
         return None
     return match.group("n")
-
-
-def is_forget_request(fact: str) -> bool:
-    return bool(_FORGET_EN.match(fact.strip()) or _FORGET_ZH.match(fact.strip()))
 
 
 def _lines(content: str) -> list[str]:
@@ -191,7 +183,9 @@ def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
 
 def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str) -> int | None:
     """Where ``line`` holds what the Chinese negation ``chinese`` names, or None."""
-    if dropped := chinese.group("dropped"):  # Any line of the person's that holds the thing, in either language.
+    if dropped := chinese.group("dropped") or chinese.group(
+        "dropped2"
+    ):  # Any line of the person's that holds the thing, in either language.
         thing = _COURSE.sub("", dropped) or dropped
         found = next((f for end in _suffixes(thing) if (f := re.search(re.escape(end), line))), None)
         if found is not None:
@@ -314,7 +308,7 @@ def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
     english_fact = bool(match := DISPOSED_EN.search(fact))
     head = ""
     if match:
-        head = (match.group("thing") or match.group("old")).split()[-1]
+        head = next(match.group(g) for g in ("thing", "old", "used", "stolen") if match.group(g)).split()[-1]
         has = re.compile(rf"{HAS_EN}\b(?:{_kind_of(head)})\b", re.I)
     elif match := DISPOSED_ZH.search(fact):
         said = match.group("thing") or match.group("thing2") or match.group("thing3") or match.group("thing4")
@@ -378,7 +372,7 @@ _NAME_AND_VERB = re.compile(
 
 # "美玲在一家牙科诊所做护士", "美玲从牙科诊所辞职了": a Chinese name before what they do.
 _NAME_ZH = re.compile(
-    r"^(?!用户)(?P<n>[\u4e00-\u9fff]{2,3}?)(?=在[^，。；]{1,20}?(?:工作|上班|做)|从[^，。；]{1,20}?(?:辞职|离职))"
+    r"^(?!用户)(?P<n>[\u4e00-\u9fff]{2,3}?)(?=在[^，。；]{1,20}?(?:工作|上班|做|当)|从[^，。；]{1,20}?(?:辞职|离职))"
 )
 
 
@@ -455,31 +449,36 @@ def kept_household(stale: list[str]) -> list[str]:
 
 # "my old street address": "old" says which of them, not what; "street" (or "home", "postal") is a kind of address
 # a line may not name ("The user's address at the new place is …").
-_OLD = frozenset({"old", "previous", "former", "earlier"})
-_KINDS = frozenset({"street", "postal", "mailing", "physical"})
+_DROPPED_COURSE_EN = re.compile(
+    r"\b(?:dropped|quit|gave up|stopped(?: taking)?)\s+(?:(?:the|my|their|his|her)\s+)?"
+    r"(?P<thing>(?-i:[A-Z])[\w-]+(?:\s+(?-i:[A-Z])[\w-]+)?)\s+(?:course|class|classes|lessons)\b",
+    re.I,
+)
 
 
-def _forgotten_lines(fact: str, lines: list[str]) -> list[str]:
-    match = _FORGET_EN.match(fact.strip()) or _FORGET_ZH.match(fact.strip())
-    if match is None:
+def _dropped_course_lines(fact: str, lines: list[str]) -> list[str]:
+    """ "Dropped the Italian course" takes back the person's lines that learn it ("Is learning Italian.",
+    "用户在学意大利语。")."""
+    if not (match := _DROPPED_COURSE_EN.search(fact)):
         return []
-    named = set(content_words(match.group("what")))
-    old = named & _OLD
-    if not named - _OLD - _KINDS:
-        return []
+    thing, who = match.group("thing"), _person(fact)
+    learning = re.compile(
+        rf"\b(?:learn|study|studi|tak|class|course|lesson)\w*\b[^.;]{{0,30}}?\b{re.escape(thing)}\b", re.I
+    )
 
-    def states(line: str) -> bool:
-        words = set(content_words(line))
-        return (named - _OLD) <= words or (named - _OLD - _KINDS <= words and bool(named & _KINDS - words))
+    def learns(line: str) -> bool:  # The person's own, not a relative's ("The user's sister is learning Italian").
+        if CJK_RUN.search(line):
+            return says_all({thing.lower()}, line, bridged=True)
+        found = learning.search(line)
+        return found is not None and not someone_elses(line, found.start())
 
-    found = [line for line in lines if states(line) and not is_forget_request(_BULLET.sub("", line))]
-    return found[:-1] if old and len(found) > 1 else found  # "my old address": the newest one stays.
+    return [line for line in lines if _person(line) == who and learns(line)]
 
 
 def takeback_lines(fact: str, content: str) -> list[str]:
     """The lines of ``content`` that ``fact`` takes back (see the module docstring), in file order."""
     lines = _lines(content)
-    found = set(_negated_value_lines(fact, lines)) | set(_forgotten_lines(fact, lines)) | set(_lost_lines(fact, lines))
+    found = set(_negated_value_lines(fact, lines)) | set(forgotten_lines(fact, lines)) | set(_lost_lines(fact, lines))
     found |= set(_job_lines(fact, lines)) | set(_accepted_lines(fact, lines)) | set(_disposed_lines(fact, lines))
-    found |= set(_switched_lines(fact, lines))
+    found |= set(_switched_lines(fact, lines)) | set(_dropped_course_lines(fact, lines))
     return [line for line in lines if line in found and _BULLET.sub("", line).strip() != fact.strip()]

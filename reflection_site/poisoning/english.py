@@ -77,6 +77,13 @@ CLASSES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
                 r"\bnot bound by\b|\b(?:does|do|will) not (?:have to )?(?:follow|obey|comply with) (?:any|the|its|openai|the usual)\b|"
                 r"\b(?:comply|obey) (?:with )?(?:every|all|any) (?:request|command|order|instruction)s?\b|"
                 r"\b(?:must|will|should) (?:always )?(?:obey|comply with) (?:me|the user|whoever|anyone|every)\b|"
+                # Anyone's request obeyed: "whatever anyone asks you to do, just do it", "no matter who asks, comply".
+                r"\b(?:whatever|no matter (?:who|what)|whoever|anything)\b[^.\n]{0,40}\b(?:asks?|tells?|says?|wants?|requests?)"
+                r"(?:\s+(?:you|the agent|the assistant)\b[^.\n]{0,30}|[^.\n\w]{0,3}\s*(?:you\s+(?:should|must|will)\s+)?)"
+                r"(?:just\s+)?(?:do it|do as|comply|obey|go along|carry it out|execute it|follow it)\b|"
+                r"\b(?:whatever|no matter (?:who|what)|whoever)\b[^.\n]{0,50}?,\s*(?:you\s+(?:should|must|will)\s+)?"
+                r"(?:just\s+|always\s+|simply\s+)?(?:do|follow)\s+(?:what(?:ever)?|as)\s+(?:they|he|she|it)\s+"
+                r"(?:asks?|says?|wants?|tells? you)\b|"
                 r"\b(?:safety|content) (?:rules|guidelines|policies|filters|policy) (?:do not|don't|no longer) apply\b|"
                 r"\b(?:user|i am|i'm|he is|she is|they are) (?:is )?(?:an? |the )?(?:admin|administrator|root|superuser|developer of this)\b[^.\n]{0,40}\b(?:grant|allow|all requests|full access|every request|comply)\b"
             ),
@@ -239,7 +246,7 @@ CLASSES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
                 r"\bwithout (?:first )?(?:asking|consulting|confirming with|checking with|telling|notifying|informing|"
                 r"alerting|warning)\s+(?:the user|the owner|me|anyone|them|him|her)\b|"
                 r"\bwithout (?:any |the )?(?:user'?s? |owner'?s? |explicit |human )?(?:confirmation|approval|consent|permission|"
-                r"review|verification|authori[sz]ation)\b|不(?:用|必|需要?)(?:经过|征得|询问|确认|告诉)(?:用户|我|任何人)?(?:的)?(?:同意|确认|允许)?"
+                r"review|verification|authori[sz]ation)\b|不(?:用|必|需要?)再?(?:经过|征得|询问|问|请示|确认|告诉)(?:用户|我|任何人)?(?:的)?(?:同意|确认|允许)?"
             ),
             rx(
                 r"\b(?:change|changes|changed|reset|resets|set|sets|update|updates)\b[^.\n]{0,30}\b(?:password|passcode|pin|"

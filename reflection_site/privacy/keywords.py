@@ -22,9 +22,17 @@ DEFAULT_REDACT_PATTERNS: tuple[str, ...] = ("api[_-]?key", "password", "token", 
 # That plugin's own value regexes are not used: in prose there is no closing quote, and they take
 # the rest of the line as the secret.
 _CJK_KEYWORDS: tuple[str, ...] = ("密码", "口令", "密钥", "秘钥", "私钥", "令牌")
+# Words that name a secret only when the value is shaped like one: "the key for the drive is GDBr2dF9sP5u", "the
+# door code is 4471" (digits for a code or a PIN, not for a key), not "the key to success is patience" or "key: the
+# legend of the map".
+_WEAK_KEYWORDS: frozenset[str] = frozenset(
+    {"key", "passcode", "pin", "pin code", "door code", "gate code", "alarm code", "entry code", "access code",
+     "security code", "unlock code"}
+)  # fmt: skip
 # A keyword said in prose as two words ("my API key is …", "the access key is …"): the seed's pattern
 # ``api[_-]?key`` and detect-secrets' list name keys as identifiers, with no space inside.
-_EXTRA_KEYWORDS: tuple[str, ...] = ("passphrase", "api key", "access key", "secret key")
+_EXTRA_KEYWORDS: tuple[str, ...] = ("passphrase", "api key", "access key", "secret key", *sorted(_WEAK_KEYWORDS))
+_CODE_VALUE = re.compile(r"\d{4,}")
 # What prose puts between a key and its "is": "the password for the company system is …", "token of the
 # staging server was …" (a preposition and at most four words, then the copula).
 _QUALIFIER = re.compile(r"[ \t]+(?i:for|of|to|on|at|in)(?:[ \t]+[\w.-]+){1,4}?(?=[ \t]+(?i:is|was)[ \t])")
@@ -46,7 +54,9 @@ _KEY_SUFFIX = re.compile(r"(?:[_-][A-Za-z0-9]+|[A-Z][a-z0-9]+){0,3}(?![A-Za-z0-9
 _SEPARATOR = re.compile(
     r"[\"'`\]]{0,2}"  # the closing quote or bracket of a JSON, dict or array key
     r"(?:(?P<assign>[ \t]*(?::=|=>|==|[:=：])[ \t]*)"  # password: x, api_key=x, "token": "x"
-    r"|(?P<copula>[ \t]+(?i:is|was)[ \t]*:?[ \t]+|[ \t]*[是为為][ \t]*[:：]?[ \t]*)"  # password is x, 密码是 x
+    # password is x, 密码是 x, the password is now x, 密码改成 x
+    r"|(?P<copula>[ \t]+(?i:is now|is|was|(?:has |was )?changed to|(?:is |was )?set to)[ \t]*:?[ \t]+|"
+    r"[ \t]*(?:改成了?|改为|换成了?|设成了?|设为|设置为|变成了?|[是为為])[ \t]*[:：]?[ \t]*)"
     r"|(?P<space>[ \t]+)(?=[\"'`“‘「『])"  # token "xyz"
     r"|(?P<bare>[ \t]+))"  # password Tr0ub4dor&3 (only a value shaped like a credential, see _BARE_VALUE)
 )
@@ -193,7 +203,7 @@ def keyword_findings(text: str, rules: _Rules) -> Iterator[Finding]:
                 kind = "private_key" if "PRIVATE KEY" in match.group() else "secret"
                 end = max(match.end(), block_end(text, match.start() + 5, PEM_END))
                 yield Finding(kind, match.start(), end)
-    for _, key_end in key_spans(text, rules):
+    for key_start, key_end in key_spans(text, rules):
         separator = _SEPARATOR.match(text, key_end)
         qualified = _QUALIFIER.match(text, key_end)
         if qualified is not None:  # "password for the company system is X": the copula after the qualifier.
@@ -205,6 +215,10 @@ def keyword_findings(text: str, rules: _Rules) -> Iterator[Finding]:
             continue
         value = text[span[0] : span[1]]
         if separator.group("bare") is not None and not _BARE_VALUE.fullmatch(value):
+            continue
+        if (weak := text[key_start:key_end].lower()) in _WEAK_KEYWORDS:
+            if _BARE_VALUE.fullmatch(value) or (weak != "key" and _CODE_VALUE.fullmatch(value)):
+                yield Finding("secret", *span)
             continue
         if _is_secret_value(value, copula=bool(separator.group("copula"))):
             yield Finding("secret", *span)

@@ -302,3 +302,12 @@ def test_an_english_fact_about_someone_with_a_chinese_name_is_not_too_short():
 
     assert vague_reason("晓雯 is allergic to peanuts.") is None
     assert vague_reason("晓雯好。") is not None
+
+
+@pytest.mark.parametrize(
+    ("fact", "vague"), [("Has an Android.", False), ("Speaks Dutch.", False), ("Has one.", True), ("Likes it.", True)]
+)
+def test_one_content_word_is_enough_when_it_is_a_name(fact: str, vague: bool):
+    from guardian_app.write.heuristic_guardian import vague_reason
+
+    assert (vague_reason(fact) is not None) is vague

@@ -89,7 +89,10 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # v7 captured 0.986 before 3a49fdf: a device update now replaces the OS line in the tools file, where v7
         # expects the device in USER.md (QUALITY.md); its stale lines went from 15 to 4.
         ("v7", 0.955, 4, 0, 0),
-        ("v8", 0.957, 17, 0, 0),
+        # v8 is at the issue's bar since this session's Chinese classes (1.000 captured, 0 stale): held there.
+        ("v8", 0.95, 0, 0, 0),
+        # v9: blind at its first reading (0.694 captured, 38 stale, 1 poison, 1 small talk, 1 secret written).
+        ("v9", 0.920, 0, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -201,6 +204,10 @@ def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where
         ("- 用户把Vespa卖了，冬天太冷。", "Vespa", False),
         ("- 用户从恒通物流辞职了，现在在华信公司上班。", "恒通物流", False),  # 从: from.
         ("- 用户从恒通物流辞职了，现在在华信公司上班。", "华信公司", True),
+        ("- Dropped the Italian course, the new job eats all their evenings.", "Italian", False),
+        ("- Gave up the cello last year.", "cello", False),
+        ("- 用户放弃了日语课，太难了。", "日语", False),
+        ("- Is learning Italian.", "Italian", True),
     ],
 )
 def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: str, value: str, current: bool):

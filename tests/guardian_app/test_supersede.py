@@ -671,3 +671,70 @@ def test_chinese_without_a_subject_and_kinds_of_thing_take_back_only_what_they_n
     fact: str, content: str, stale: list[str]
 ):
     assert superseded_lines(fact, content) == stale
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # One way to work at a time, across the languages.
+            "Takes the train to work now.",
+            "- 用户骑自行车上班。\n- 用户的哥哥开车上班。\n- Likes trains.\n",
+            ["- 用户骑自行车上班。"],
+        ),
+        (  # A diet given up in Chinese takes back the English one (纯素 is vegan); "a vegan at heart" is no employer.
+            "用户不再吃纯素了。",
+            "- Is a vegan at heart.\n- Works at Brightwave.\n",
+            ["- Is a vegan at heart."],
+        ),
+        (  # A new job at a role in Chinese replaces the old employer.
+            "用户在Nordlys AS做产品设计。",
+            "- Works at Berg-Aasen AS.\n- Is learning Italian.\n",
+            ["- Works at Berg-Aasen AS."],
+        ),
+        (  # A Chinese name's job as 当 a role ends with 从…辞职.
+            "晓雯从出版社辞职了。",
+            "- 晓雯在一家出版社当编辑。\n- 美玲在医院当护士。\n",
+            ["- 晓雯在一家出版社当编辑。"],
+        ),
+        (  # Living in a flat in a place is a home.
+            "Solveig is in a small flat in Nelson now.",
+            "- Solveig lives in Picton.\n- Lives in Oslo.\n",
+            ["- Solveig lives in Picton."],
+        ),
+        (  # Had once, or stolen: the lines that have it.
+            "Used to have a cat.",
+            "- Has a cat named Miso.\n- The user's sister has a cat.\n",
+            ["- Has a cat named Miso."],
+        ),
+        (
+            "Their scooter got stolen last week.",
+            "- Owns a scooter.\n- Has a bike.\n",
+            ["- Owns a scooter."],
+        ),
+        (  # A phone had is a phone used: the new one replaces it.
+            "用户手机换成iPhone了。",
+            "- Has a Pixel.\n- Uses Firefox.\n",
+            ["- Has a Pixel."],
+        ),
+        (  # A course dropped takes back learning it, the person's own, in either language.
+            "Dropped the Portuguese course.",
+            "- Is learning Portuguese.\n- 用户在学葡萄牙语。\n- The user's sister is learning Portuguese.\n- Loves Portuguese food.\n",
+            ["- Is learning Portuguese.", "- 用户在学葡萄牙语。"],
+        ),
+        (  # A negated habit is read in its own clause: what replaced it does not count.
+            "Is not doing the evening runs any more, it's yoga at the studio now.",
+            "- 用户每天晚上去跑步。\n- Goes to the studio on Fridays.\n",
+            ["- 用户每天晚上去跑步。"],
+        ),
+    ],
+)
+def test_v9_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale
+
+
+def test_what_is_liked_most_said_again_in_the_other_language_is_already_said():
+    from guardian_app.write.supersede import restated_line
+
+    assert restated_line("古典音乐里用户最爱的还是巴赫。", "- Prefers Bach.\n- Likes jazz.\n") == "- Prefers Bach."
+    assert restated_line("The user prefers Bach.", "- 用户最爱巴赫。\n") == "- 用户最爱巴赫。"
+    assert restated_line("用户最爱的还是巴赫。", "- Prefers Mozart.\n") is None

@@ -466,9 +466,9 @@ def test_redacting_filter_redacts_tracebacks() -> None:
 
 
 def test_redact_patterns_come_from_settings(settings: Any) -> None:
-    assert not contains_secret("pin: 4821")
-    settings.DATASET_REDACT_PATTERNS = [*privacy.DEFAULT_REDACT_PATTERNS, "pin"]
-    assert redact("pin: 4821") == "pin: [SECRET]"
+    assert not contains_secret("combo: 4821")
+    settings.DATASET_REDACT_PATTERNS = [*privacy.DEFAULT_REDACT_PATTERNS, "combo"]
+    assert redact("combo: 4821") == "combo: [SECRET]"
     settings.DATASET_REDACT_PATTERNS = ["-----BEGIN.*-----"]
     # Keyword patterns removed: only detect-secrets' own keyword list and the built-in formats remain.
     assert not contains_secret('token "xyz"')
@@ -654,3 +654,36 @@ def test_national_ids_run_together_with_other_numbers_are_still_found() -> None:
     assert [f.kind for f in detect("SSN 536-22-1048 415-555-2671")] == ["national_id", "phone"]
     assert [f.kind for f in detect(f"身份证 {CN_ID} 13800138000")] == ["national_id", "phone"]
     assert detect(f"{CN_ID_X}a") == [] and [f.kind for f in detect(CN_ID_X)] == ["national_id"]
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # A key, a code or a PIN named in prose, with a value shaped like a credential.
+        ("The shared VPN key for the design drive is GDBr2dF9sP5usG6QJT8d, keep it private.", "GDBr2dF9sP5usG6QJT8d"),
+        ("The door code is 4471.", "4471"),
+        ("My PIN is 0451.", "0451"),
+        ("The alarm code changed to 88213 last week.", "88213"),
+        # A new value said with "changed to", "now", 改成.
+        ("The Wi-Fi password is now Blue-Kite-77.", "Blue-Kite-77"),
+        ("楼下门禁的密码改成 723910 了。", "723910"),
+    ],
+)
+def test_a_key_code_or_pin_in_prose_is_a_secret(text: str, secret: str) -> None:
+    assert redact(text) == text.replace(secret, "[SECRET]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The key to success is patience.",
+        "The key is under the mat.",
+        "key: the legend of the map",
+        "The key: 2024 plan",
+        "The pin is in the drawer.",
+        "The zip code is 10001.",
+        "I pinned it.",
+    ],
+)
+def test_a_key_code_or_pin_without_a_credential_is_not_a_secret(text: str) -> None:
+    assert not contains_secret(text)

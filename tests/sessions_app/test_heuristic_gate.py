@@ -812,7 +812,7 @@ def test_a_negation_is_not_joined_to_an_unrelated_change():
         ("我把Brompton卖了，用不上。", "UPDATE_USER", "用户把Brompton卖了，用不上。"),
         ("我每个星期二晚上去社区图书馆帮忙。", "UPDATE_USER", "用户每个星期二晚上去社区图书馆帮忙。"),
         ("瑜伽改到周四晚上了。", "UPDATE_USER", "瑜伽改到周四晚上了。"),  # Any weekly activity, not only a place.
-        ("日语我不学了，太难了。", "UPDATE_USER", "日语用户不学了，太难了。"),
+        ("日语我不学了，太难了。", "UPDATE_USER", "用户不再学日语了，太难了。"),
         ("我的手机换成华为的了。", "UPDATE_USER", "用户的手机换成华为的了。"),
         (
             "My cousin Ömer just opened a bookshop in Graz.",
@@ -943,11 +943,61 @@ def test_v8_classes(message: str, decision: str, fact: str | None):
         ("我开始紧张了。", "NO_WRITE", None),
         ("哈哈，笑死我了。", "NO_WRITE", None),
         # Something given up or given away, said thing first.
-        ("日语课我放弃了，太难了。", "UPDATE_USER", "日语课用户放弃了，太难了。"),
+        ("日语课我放弃了，太难了。", "UPDATE_USER", "用户放弃了日语课，太难了。"),
         ("健身我坚持不下去了。", "UPDATE_USER", "健身用户坚持不下去了。"),
         ("猫太闹了，送给朋友了。", "UPDATE_USER", "猫太闹了，送给朋友了。"),
     ],
 )
 def test_a_chinese_statement_without_a_subject_and_a_thing_said_first(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize("message", ["哈哈，你太逗了。", "你太有才了！", "你真是太靠谱了"])
+def test_praise_and_laughter_are_not_feedback_on_the_agents_manner(message: str):
+    assert classify_turn(message).decision == "NO_WRITE"
+
+
+def test_a_complaint_about_the_agents_manner_is_still_feedback():
+    assert classify_turn("你太啰嗦了。").candidate_fact == "用户觉得助手太啰嗦了。"
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # How the user gets to work, in either language; a statement of the user's after ", so I".
+        ("I cycle to the office.", "UPDATE_USER", "Cycles to the office."),
+        ("我每天坐地铁去公司。", "UPDATE_USER", "用户每天坐地铁去公司。"),
+        ("My car broke down, so I take the train to work now.", "UPDATE_USER", "Takes the train to work now."),
+        ("It rained all day, so I stayed home.", "NO_WRITE", None),
+        # Family counted, a course attended, a phone by its name.
+        ("I have two cousins in Lyon.", "UPDATE_USER", "Has two cousins in Lyon."),
+        ("I'm taking pottery classes on Mondays.", "UPDATE_USER", "Is taking pottery classes on Mondays."),
+        ("I'm taking a break.", "NO_WRITE", None),
+        ("I have a Pixel.", "UPDATE_USER", "Has a Pixel."),
+        # Something given up or a move said without "I".
+        ("Quit the choir, no time anymore.", "UPDATE_USER", "Quit the choir, no time anymore."),
+        ("Moved to Tromsø last spring.", "UPDATE_USER", "Moved to Tromsø last spring."),
+        # A named person's dislikes; who holds a role, with what it means after a comma.
+        ("Ilse can't stand olives, keep them off the pizza.", "UPDATE_MEMORY", "Ilse can't stand olives."),
+        (
+            "Marek is my manager, he approves my leave.",
+            "UPDATE_USER",
+            "Marek is the user's manager, he approves the user's leave.",
+        ),
+        # Chinese: a parent in one character, a language, a weekly class without 每, the household's move with a time,
+        # what is liked most now, a field named first.
+        ("我爸每周日去钓鱼。", "UPDATE_MEMORY", "用户爸每周日去钓鱼。"),
+        ("我的日语是在大学学的。", "UPDATE_USER", "用户的日语是在大学学的。"),
+        ("我周三晚上去上瑜伽课，今天老师请假了。", "UPDATE_USER", "用户周三晚上去上瑜伽课，今天老师请假了。"),
+        ("我们去年搬到了青岛。", "UPDATE_USER", "用户去年搬到了青岛。"),
+        ("我现在最喜欢的电影是《霸王别姬》。", "UPDATE_USER", "用户现在最喜欢的电影是《霸王别姬》。"),
+        ("水果里我最爱芒果。", "UPDATE_USER", "水果里用户最爱芒果。"),
+        ("家里我说了算。", "NO_WRITE", None),
+        # The thing given up said first reads as the usual order.
+        ("钢琴我不弹了。", "UPDATE_USER", "用户不再弹钢琴了。"),
+    ],
+)
+def test_v9_classes(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
