@@ -239,6 +239,18 @@ def _with_loss(best: Finding, writes: Sequence[Finding]) -> Finding:
     return Finding(best.decision, joined, best.reason, best.confidence)
 
 
+def _listed_after(finding: Finding, text: str) -> Finding | None:
+    """ "I have three siblings. One older sister, a younger brother and a younger sister": a list without a verb
+    after the family or the things the user has says who or what they are; it joins the fact."""
+    if finding.reason not in rules.LISTED_REASONS or not finding.fact or not rules.VERBLESS_LIST_EN.match(text):
+        return None
+    if not rules.LISTED_NOUNS.search(text):  # "I have two kids. A lovely day today.": not who they are.
+        return None
+    listed = text.strip().rstrip(".!")
+    fact = f"{finding.fact.rstrip('.')}: {listed[:1].lower()}{listed[1:]}."
+    return Finding(finding.decision, fact, finding.reason, finding.confidence)
+
+
 def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple[GateVerdict, str | None]:
     """The rule verdict, and the first plain statement (what a "written" correction may promote)."""
     if intro := rules.INTRO_ASIDE_EN.match(message):
@@ -266,7 +278,9 @@ def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple
             decision = "UPDATE_USER" if rules.SCHEDULE_CHANGE_EN.search(reading.text) else "UPDATE_MEMORY"
             fact = fact_from_statement(reading.text)
             result = write_finding(decision, fact, "A correction or update the user announced.", 0.6)
-        if result is not None:
+        if result is None and findings and (listed := _listed_after(findings[-1], reading.text)):
+            findings[-1] = listed
+        elif result is not None:
             findings.append(result)
     writes = [f for f in findings if f.decision != NO_WRITE]
     if writes:

@@ -804,6 +804,16 @@ ZH_SOUL_FORMS = (
 LATER_I_EN = re.compile(r"(?:,\s*|\s+)(?:so|and|but|and now|so now)\s+(?=I\s+(?!think|guess|feel|hope|mean|was|had)\w)")
 
 
+# A list without a verb after a fact of the family: "One older sister, a younger brother and a younger sister",
+# "Two cats and a very old dog" (it must name people or animals: ``LISTED_NOUNS``).
+LISTED_REASONS = frozenset({"About the user: the user's family, pets or health."})
+VERBLESS_LIST_EN = re.compile(
+    r"^(?:one|two|three|four|five|a|an|both|my)\s+(?!(?:[\w'-]+\s+){0,8}?(?:is|are|was|were|has|have|had|do|does|did|"
+    r"will|would|can|could|lives?|works?|i|we|he|she|they|it|you)\b)[\w' -]+(?:,\s*[\w' -]+)*(?:\s+and\s+[\w' -]+)?[.!]?$",
+    re.I,
+)
+
+
 # --- Chinese: durable facts about the user ----------------------------------------------------------------------------
 TRANSIENT_ZH = re.compile(r"今天|今晚|刚才|刚刚|此刻|这会儿|昨天|明天|今早")
 ZH_ADV = (
@@ -1051,3 +1061,4 @@ KIN_FACT_ZH = re.compile(
     r"^用户的?(?:爸妈|父母|爸爸|妈妈|父亲|母亲|姐姐|哥哥|妹妹|弟弟|妈|爸|哥|姐|老婆|老公|妻子|丈夫|女朋友|男朋友|女儿|儿子|孩子|朋友|"
     r"岳母|岳父|婆婆|公公|爷爷|奶奶|外公|外婆|邻居|室友)(?!叫|名叫|的名字|是[^，。；,;]{1,6}(?:[。.]|$))"
 )
+LISTED_NOUNS = re.compile(rf"\b(?:{KIN_EN}|{PETS}|boys?|girls?|twins?|kids?|child(?:ren)?|siblings?)\b", re.I)

@@ -1001,3 +1001,18 @@ def test_a_complaint_about_the_agents_manner_is_still_feedback():
 def test_v9_classes(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        # A verbless list of people or animals after a family fact says who they are.
+        ("I have two brothers. One older, one younger brother.", "Has two brothers: one older, one younger brother."),
+        ("I have two pets. A cat and a very old dog.", "Has two pets: a cat and a very old dog."),
+        # Anything else after it is not joined.
+        ("I have two kids. A lovely day today.", "Has two kids."),
+        ("I have two cats. Both are very old.", "Has two cats."),
+    ],
+)
+def test_a_list_without_a_verb_after_a_family_fact_joins_it(message: str, fact: str):
+    assert classify_turn(message).candidate_fact == fact
