@@ -246,7 +246,27 @@ def _keyed_stale_lines(fact: str, content: str) -> list[str]:
                 stale.append(line)
         elif not same_value:
             stale.append(line)
-    return stale
+    return stale + _old_addresses(new, fact, keyed)
+
+
+def _old_addresses(new: Attribute, fact: str, keyed: list[tuple[str, Attribute | None]]) -> list[str]:
+    """A move to another place takes back the street address of the old home ("Moved to Valtice." and "The user's
+    new address is ulica Pszenna 38, Gdynia."), unless the address is in the new place or the fact gives one; a
+    home said to be no longer ("Doesn't live in Gdynia anymore") takes back an address in that place."""
+    if new.key.rsplit(":", 1)[-1] != "home":
+        return []
+    owner = new.key[: -len("home")]
+    addresses = {f"{owner}my:address", f"{owner}my:地址", f"{owner}my:住址"}
+
+    def old_address(line: str) -> bool:
+        in_place = new.value.casefold() in line.casefold()
+        return in_place if new.negated else not in_place
+
+    return [
+        line
+        for line, old in keyed
+        if old is not None and old.key in addresses and old.value not in fact.casefold() and old_address(line)
+    ]
 
 
 def _translates(a: str, b: str) -> bool:

@@ -738,3 +738,23 @@ def test_what_is_liked_most_said_again_in_the_other_language_is_already_said():
     assert restated_line("古典音乐里用户最爱的还是巴赫。", "- Prefers Bach.\n- Likes jazz.\n") == "- Prefers Bach."
     assert restated_line("The user prefers Bach.", "- 用户最爱巴赫。\n") == "- 用户最爱巴赫。"
     assert restated_line("用户最爱的还是巴赫。", "- Prefers Mozart.\n") is None
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # A move takes back the old home's street address.
+            "Moved to Sopot last week.",
+            "- Lives in Gdańsk.\n- The user's address is ul. Długa 5, Gdańsk.\n- Marta's address is Calle 5, Madrid.\n",
+            ["- Lives in Gdańsk.", "- The user's address is ul. Długa 5, Gdańsk."],
+        ),
+        (  # A home no longer takes back an address there; an address in the new place stays.
+            "Doesn't live in Gdańsk anymore.",
+            "- The user's address is ul. Długa 5, Gdańsk.\n",
+            ["- The user's address is ul. Długa 5, Gdańsk."],
+        ),
+        ("Moved to Sopot.", "- The user's address is ul. Morska 1, Sopot.\n", []),
+    ],
+)
+def test_a_move_takes_back_the_old_address(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale
