@@ -98,12 +98,18 @@ def user_zh(clause: str) -> Finding | None:
     return found
 
 
+def _either(match: re.Match[str], name: str) -> str:
+    return match.group(name) or match.group(f"{name}2")
+
+
 def _user_zh(clause: str) -> Finding | None:
     clause = rules.WE_HOUSEHOLD_ZH.sub("我", clause)
     # The thing given up said first, in the usual order: "瑜伽我不练了" → "我不再练瑜伽了", "日语课我放弃了" →
     # "我放弃了日语课" (so the fact opens on its subject, whoever speaks).
-    clause = rules.GIVEN_UP_FIRST_ZH.sub(r"我不再\g<verb>\g<thing>了", clause, count=1)
-    clause = rules.DROPPED_FIRST_ZH.sub(r"我\g<verb>了\g<thing>", clause, count=1)
+    clause = rules.GIVEN_UP_FIRST_ZH.sub(
+        lambda m: f"我不再{_either(m, 'verb')}{_either(m, 'thing')}了", clause, count=1
+    )
+    clause = rules.DROPPED_FIRST_ZH.sub(lambda m: f"我{_either(m, 'verb')}了{_either(m, 'thing')}", clause, count=1)
     if match := rules.CALL_ME_ZH.match(clause):
         name = rules.ZH_NAME_TAIL.sub("", match.group("name"))
         return write_finding("UPDATE_USER", f"用户希望被称为{name}。", "How the user wants to be addressed.", 0.85)

@@ -223,6 +223,11 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
         clause,
         flags=re.I,
     )
+    # "Been vegetarian for 10 years", "Not a coffee person anymore": the user's, said without "I".
+    clause = re.sub(r"^been\s+", "I have been ", clause, flags=re.I)
+    clause = re.sub(
+        r"^not (?=(?:a|an|much of a) [\w-]+ (?:person|fan|drinker|eater)\b)", "I am not ", clause, flags=re.I
+    )
     if match := rules.CALL_ME_EN.match(clause):
         return write_finding(
             "UPDATE_USER",

@@ -390,7 +390,7 @@ LEARNING_EN = re.compile(
     re.I,
 )
 ONE_OFF_EN = re.compile(r"^I (?:would|will) (?:like|love|prefer|rather|want|need|take|have)\b", re.I)
-ADV = r"(?:(?:really|also|actually|generally|usually|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
+ADV = r"(?:(?:really|also|actually|generally|usually|now|currently|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
 PREFERENCE_EN = re.compile(
     rf"^I\s+{ADV}(?:prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|despise|can't stand|cannot stand|"
     r"can not stand|don't like|do not like|don't mind|do not mind|don't eat|do not eat|don't drink|do not drink|"
@@ -404,7 +404,7 @@ DURABLE_ADJECTIVES = (
     r"fluent|bilingual|native|self-employed|freelance|freelancing|unemployed|dyslexic|autistic|introverted|"
     r"extroverted|an? (?!bit\b|little\b|lot\b|tad\b|sort\b|kind\b)\w+|\d+(?: years old|-year-old)|"
     r"(?:learning|studying|training for|preparing for|saving for|working on|working at|working as|working for|"
-    r"building|writing|planning|moving to|responsible for|in charge of)\b|"
+    r"building|writing|planning|moving to|responsible for|in charge of|working remotely|working from)\b|"
     # A course the user attends: "I'm taking a watercolour class on Thursdays", "I'm taking piano lessons".
     r"taking (?:a |an )?(?:[\w-]+ ){0,2}?(?:class|classes|course|lessons)\b|"
     # Employment and residence said with other words: "I'm employed at Monzo", "I'm living in York".
@@ -480,7 +480,8 @@ WE_HOUSEHOLD_EN = re.compile(
     rf"(?:^|(?<=[,;]\s))we\s+(?={ADV}(?:(?:do not|don't|no longer|now|just|finally|recently|still|have|have now)\s+)*"
     r"(?:live|lived|living|(?:moved|relocated)\s+(?:(?:back|over|away|out)\s+)?(?:to|into|in|abroad|house|home|away|out|"
     r"here)|rent|own|sold|gave away|got rid of|adopted|rescued|bought a (?:house|flat|home|"
-    r"car|van|cottage|apartment)|got (?:a|an|another|two) (?:new )?(?:pupp(?:y|ies)|kittens?|dogs?|cats?|rabbits?))\b)",
+    r"car|van|cottage|apartment)|(?:got|have|have got) (?:a|an|another|two|three) (?:new )?(?:[\w-]+ )?(?:pupp(?:y|ies)|"
+    r"kittens?|dogs?|cats?|rabbits?|hamsters?|parrots?|birds?|tortoises?|guinea pigs?|horses?|fish))\b)",
     re.I,
 )
 # A capital that opens a name, with the Latin letters of other languages ("Üsame", "Štěpán", "Øystein").
@@ -585,7 +586,7 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
             rf"(?:{PETS}|pets?|kids?|child|children|sons?|daughters?|brothers?|sisters?|siblings?|cousins?|nephews?|"
             r"nieces?|grandkids|stepsons?|stepdaughters?|wife|husband|partner|"
             r"boyfriend|girlfriend|twins|grandchildren|allerg\w+|diabetes|asthma|adhd|dyslexia|degree|phd|"
-            r"master's|bachelor's)\b",
+            r"master's|bachelor's|(?:driving |driver's |pilot's )?licen[cs]e)\b",
             re.I,
         ),
         0.75,
@@ -835,11 +836,15 @@ ZH_MOVE_OR_JOB = (
     r"新工作(?:今天|昨天|已经|上周|这周|终于)?(?:开始了|入职了)|"
     r"(?:去|到|进)(?!年|过)了?[^，。；,;]{1,20}?(?:工作|上班|任职)"
 )
+# The thing given up said first, with 我 or, for a habit's verb, without it ("咖啡戒了", "烟不抽了"; never "雨不下了").
 GIVEN_UP_FIRST_ZH = re.compile(
-    r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:不再|已经不|再也不|不)(?P<verb>[\u4e00-\u9fff])了"
+    r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:不再|已经不|再也不|不)(?P<verb>[\u4e00-\u9fff])了|"
+    rf"^(?P<thing2>(?!雨|雪|风|天|我|他|她|它|你|咱|大家|别人|{ZH_KIN})[\u4e00-\u9fff]{{1,4}}?)(?:已经|再也|早就|早|都|也)?不再?"
+    r"(?P<verb2>[吃喝抽练学弹跳跑骑开养玩打])了"
 )
 DROPPED_FIRST_ZH = re.compile(
-    r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:已经)?(?P<verb>退掉|放弃|停掉|戒掉|取消|退|停|戒)(?:掉)?了"
+    r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:已经)?(?P<verb>退掉|放弃|停掉|戒掉|取消|退|停|戒)(?:掉)?了|"
+    r"^(?P<thing2>[\u4e00-\u9fff]{1,4}?)(?:已经)?(?P<verb2>戒掉|戒|放弃|退掉)了"
 )
 # Who else "我…" can open on: "我朋友搬到了…" is the friend's move, not the user's.
 ZH_NOT_ME = (

@@ -50,6 +50,7 @@ _NEGATED_VALUE_ZH = re.compile(
 # What a dropped class or course was of: "西班牙语课" is 西班牙语.
 _COURSE = re.compile(r"(?:课程|课|班|培训)$")
 _ROLE_VERBS_ZH = "当做是"
+_HABIT_VERBS_ZH = "打练玩学上做去喝吃抽弹跳跑骑开养用"
 _NEGATION_BEFORE = re.compile(
     r"(?:\b(?:not|never|no longer)|n't)\W*(?:\w+\W+){0,2}$|(?:不再|已经不|不)[\u4e00-\u9fff]{0,3}$", re.I
 )
@@ -195,6 +196,10 @@ def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str
     obj = chinese.group("obj") or chinese.group("obj2") or chinese.group("obj3")
     verbs = verb + (_ROLE_VERBS_ZH if verb in _ROLE_VERBS_ZH else "")
     found = re.search(rf"[{verbs}](?:了|着|过)?[^，。；,.;]{{0,4}}?{re.escape(obj)}", line)
+    if (
+        found is None and len(obj) >= 2
+    ):  # "不再练太极拳" and "每天去公园打太极拳": a habit's thing, done with another verb.
+        found = re.search(rf"[{_HABIT_VERBS_ZH}][^，。；,.;]{{0,3}}?{re.escape(obj)}", line)
     # The thing said first in the fact ("太极拳不练了") or in the line ("夜班改到周一和周五了"): a line that holds
     # it, whatever verb it uses ("每天早上去公园打太极拳").
     topic = re.compile(rf"^\W*(?:用户|{re.escape(who or '用户')})?(?:的)?{re.escape(obj)}")

@@ -758,3 +758,8 @@ def test_what_is_liked_most_said_again_in_the_other_language_is_already_said():
 )
 def test_a_move_takes_back_the_old_address(fact: str, content: str, stale: list[str]):
     assert superseded_lines(fact, content) == stale
+
+
+def test_a_habit_given_up_takes_back_the_line_that_does_it_with_another_verb():
+    content = "- 晓雯每天早上去公园打太极拳。\n- 晓雯喜欢看太极拳比赛。\n- 晓雯不练瑜伽。\n"
+    assert superseded_lines("晓雯不再练太极拳了。", content) == ["- 晓雯每天早上去公园打太极拳。"]

@@ -1016,3 +1016,26 @@ def test_v9_classes(message: str, decision: str, fact: str | None):
 )
 def test_a_list_without_a_verb_after_a_family_fact_joins_it(message: str, fact: str):
     assert classify_turn(message).candidate_fact == fact
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # Said without "I", or with "now" before the statement.
+        ("Been vegan for three years.", "UPDATE_USER", "Has been vegan for three years."),
+        ("Not much of a tea drinker anymore.", "UPDATE_USER", "Is not much of a tea drinker anymore."),
+        ("I'm now working remotely from Gdańsk.", "UPDATE_USER", "Is now working remotely from Gdańsk."),
+        ("We have two rabbits, Kiki and Momo.", "UPDATE_USER", "Has two rabbits, Kiki and Momo."),
+        ("Finally got my pilot's license!", "UPDATE_USER", "Finally got their pilot's license."),
+        ("Been there, done that.", "NO_WRITE", None),
+        ("We have a lot of work.", "NO_WRITE", None),
+        # A habit given up, the thing first and no 我; never the weather, a person or a pronoun.
+        ("可乐戒了，现在只喝水。", "UPDATE_USER", "用户戒了可乐，现在只喝水。"),
+        ("游戏早就不玩了。", "UPDATE_USER", "用户不再玩游戏了。"),
+        ("雪不下了。", "NO_WRITE", None),
+        ("他不吃了。", "NO_WRITE", None),
+    ],
+)
+def test_said_without_a_subject_in_either_language(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
