@@ -93,8 +93,16 @@ def user_zh(clause: str) -> Finding | None:
         inner = _user_zh(clause[topic.end() :])
         if inner is not None and inner.decision != NO_WRITE:
             return write_finding(inner.decision, finish_zh(rewrite_zh(clause)), inner.reason, inner.confidence)
-    if found is None and not _SUBJECT_ZH.match(clause) and "我" not in re.split(r"[，,；;]", clause, maxsplit=1)[0]:
+    first, *later = re.split(r"[，,；;]", clause)
+    if found is None and not _SUBJECT_ZH.match(clause) and "我" not in first:
         found = _user_zh("我" + clause)
+        # "以前喜欢喝咖啡，现在改喝茶了": the statement is in a later part; the fact keeps the whole sentence.
+        for part in later if found is None else ():
+            inner = None if _SUBJECT_ZH.match(part) else _user_zh("我" + part)
+            if inner is not None and inner.decision != NO_WRITE:
+                return write_finding(
+                    inner.decision, finish_zh(rewrite_zh("我" + clause)), inner.reason, inner.confidence
+                )
     return found
 
 

@@ -218,13 +218,20 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
     # user's, said without "I".
     clause = re.sub(
         r"^(?=(?:just |finally |recently )?(?:(?:got|bought|adopted|rescued|sold|dropped|quit|gave up|took up|joined) "
-        r"(?:a|an|my|our|the) |(?:moved|relocated|switched) (?:back )?to ))",
+        r"(?:a|an|my|our|the) |(?:moved|relocated|switched) (?:back )?to |(?:started|joined) (?:at|with) |"
+        r"(?:gave up|quit) (?!it\b|that\b|this\b)[a-z]+|stopped [a-z]+ing\b|switched jobs\b))",
         "I ",
         clause,
         flags=re.I,
     )
     # "Been vegetarian for 10 years", "Not a coffee person anymore": the user's, said without "I".
     clause = re.sub(r"^been\s+", "I have been ", clause, flags=re.I)
+    clause = re.sub(
+        r"^(living|based|working|staying)(?= (?:in|at|from|for) )",
+        lambda m: f"I am {m.group(1).lower()}",
+        clause,
+        flags=re.I,
+    )
     clause = re.sub(
         r"^not (?=(?:a|an|much of a) [\w-]+ (?:person|fan|drinker|eater)\b)", "I am not ", clause, flags=re.I
     )

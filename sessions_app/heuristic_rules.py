@@ -405,6 +405,8 @@ DURABLE_ADJECTIVES = (
     r"extroverted|an? (?!bit\b|little\b|lot\b|tad\b|sort\b|kind\b)\w+|\d+(?: years old|-year-old)|"
     r"(?:learning|studying|training for|preparing for|saving for|working on|working at|working as|working for|"
     r"building|writing|planning|moving to|responsible for|in charge of|working remotely|working from)\b|"
+    # Where the user works now: "I'm at Zalando now" (a name, then "now").
+    r"at (?-i:[A-Z][\w&.-]*)(?: (?-i:[A-Z][\w&.-]*)){0,3} now\b|"
     # A course the user attends: "I'm taking a watercolour class on Thursdays", "I'm taking piano lessons".
     r"taking (?:a |an )?(?:[\w-]+ ){0,2}?(?:class|classes|course|lessons)\b|"
     # Employment and residence said with other words: "I'm employed at Monzo", "I'm living in York".
@@ -702,7 +704,7 @@ MY_DURABLE = frozenset(
     "age anniversary allergy allergies diet hobby hobbies favourite favorite colour color food team's "
     "girlfriend boyfriend fiance fiancee university school degree major salary car house apartment flat "
     "native first zone medication medications medicine meds prescription dose dosage doctor gp dentist therapist "
-    "insurance pharmacy".split()
+    "insurance pharmacy place home commute workplace office".split()
 )
 # "My meeting with the design team is at 2pm": the user's schedule (USER.md), as "my" + a durable noun is.
 EVENT_NOUNS = frozenset(
@@ -802,7 +804,9 @@ ZH_SOUL_FORMS = (
 
 
 # Where a second statement of the user's starts inside a sentence: ", so I …", " and now I …".
-LATER_I_EN = re.compile(r"(?:,\s*|\s+)(?:so|and|but|and now|so now)\s+(?=I\s+(?!think|guess|feel|hope|mean|was|had)\w)")
+LATER_I_EN = re.compile(
+    r"(?:(?:,\s*|\s+)(?:so|and|but|and now|so now)\s+|,\s*(?=I(?:'m| am)\s))(?=I(?:'m)?\s+(?!think|guess|feel|hope|mean|was|had)\w)"
+)
 
 
 # A list without a verb after a fact of the family: "One older sister, a younger brother and a younger sister",
@@ -879,7 +883,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS}|前不久|又)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|搬家了|"
             r"最喜欢的[\u4e00-\u9fff]{1,6}?(?:现在|已经)?(?:变成了?|改成了?|换成了?)|从[^，。；,;]{1,12}?(?:辞职|离职)|"
-            r"辞职|离职|离开了|戒了|放弃了|退掉了|停掉了|戒掉了|取消了|不再|已经不|不.{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
+            r"辞职|离职|离开了|戒了|放弃了|退掉了|停掉了|戒掉了|取消了|不再|改(?:喝|吃|用|骑|坐|开|学|练)|换了?(?:个|台|部|辆)|已经不|不.{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
             # A decision to take up or give up a way of eating: "我决定吃素", "我决定从明天开始戒酒".
             r"决定(?:要)?(?:从.{1,6}?(?:开始|起))?(?:开始)?(?:吃素|吃全素|戒|不再|不吃|不喝|改吃))"
         ),

@@ -1039,3 +1039,25 @@ def test_a_list_without_a_verb_after_a_family_fact_joins_it(message: str, fact: 
 def test_said_without_a_subject_in_either_language(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        ("Started with Monzo on Tuesday.", "UPDATE_USER", "Started with Monzo on Tuesday."),
+        ("My new place is in Neukölln.", "UPDATE_USER", "The user's new place is in Neukölln."),
+        ("Changed teams, I'm at Adyen now.", "UPDATE_USER", "Is at Adyen now."),
+        ("Quit sugar last month.", "UPDATE_USER", "Quit sugar last month."),
+        ("Stopped drinking coffee.", "UPDATE_USER", "Stopped drinking coffee."),
+        ("Stopped by the bakery.", "NO_WRITE", None),
+        ("Based in Lyon these days.", "UPDATE_USER", "Is based in Lyon these days."),
+        ("Yes, I'm at home now.", "NO_WRITE", None),
+        # Chinese: the statement in a later part of a sentence without a subject; the fact keeps the sentence.
+        ("换了辆车，现在开电动车。", "UPDATE_USER", "用户换了辆车，现在开电动车。"),
+        ("以前喜欢喝可乐，现在改喝水了。", "UPDATE_USER", "用户以前喜欢喝可乐，现在改喝水了。"),
+        ("今天好累，明天再说吧。", "NO_WRITE", None),
+    ],
+)
+def test_more_said_without_a_subject(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
