@@ -252,3 +252,22 @@ def test_the_ninth_held_out_set_v9_loads_with_its_promised_size_and_says_where_e
     assert [t["text"] for t in sources["turns"]] == [turn["text"] for turn in turns]
     assert all(session["expect"]["present"] and session["expect"]["once"] for session in sessions)
     assert sum(len(session["expect"]["present"]) for session in sessions) >= 200
+
+
+def test_the_tenth_held_out_set_v10_loads_with_its_promised_size_and_says_where_each_turn_came_from():
+    """v10 is blind like v4-v9: frozen before any replay, its figures not held in CI; this only checks the file the
+    builder froze (size, languages, speakers, every turn's source)."""
+    sessions = load_corpus(CORPUS.with_name("conversations_heldout_v10.jsonl"))
+    turns = [turn for session in sessions for turn in session["turns"]]
+    assert 110 <= len(turns) <= 130 and len(sessions) == 12 and {s["split"] for s in sessions} == {"heldout_v10"}
+    assert len({(turn["from"], turn["channel"]) for turn in turns}) >= 4 and turns[0]["from"] == "Tilen"
+    chinese = [turn for turn in turns if any("\u4e00" <= ch <= "\u9fff" for ch in turn["text"])]
+    assert len(turns) / 4 <= len(chinese) < len(turns) / 2
+    assert {turn["from"] for turn in chinese} >= {"Tilen", "思琪"}
+    labels = {turn["label"] for turn in turns}
+    assert {"update", "negation", "paraphrase", "other_fact", "other_rule", "poison", "secret", "smalltalk"} <= labels
+    assert all(turn["source"] for turn in turns) and all(turn["secret"] for turn in turns if turn["label"] == "secret")
+    sources = json.loads(CORPUS.with_name("v10_sources.json").read_text(encoding="utf-8"))
+    assert [t["text"] for t in sources["turns"]] == [turn["text"] for turn in turns]
+    assert all(session["expect"]["present"] and session["expect"]["once"] for session in sessions)
+    assert sum(len(session["expect"]["present"]) for session in sessions) >= 200
