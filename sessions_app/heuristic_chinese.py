@@ -93,16 +93,18 @@ def user_zh(clause: str) -> Finding | None:
         inner = _user_zh(clause[topic.end() :])
         if inner is not None and inner.decision != NO_WRITE:
             return write_finding(inner.decision, finish_zh(rewrite_zh(clause)), inner.reason, inner.confidence)
-    first, *later = re.split(r"[，,；;]", clause)
-    if found is None and not _SUBJECT_ZH.match(clause) and "我" not in first:
+    first, *later = re.split(r"[，,；;]|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])", clause)
+    subjectless = not _SUBJECT_ZH.match(clause) and "我" not in first
+    if found is None and subjectless:
         found = _user_zh("我" + clause)
-        # "以前喜欢喝咖啡，现在改喝茶了": the statement is in a later part; the fact keeps the whole sentence.
-        for part in later if found is None else ():
-            inner = None if _SUBJECT_ZH.match(part) else _user_zh("我" + part)
-            if inner is not None and inner.decision != NO_WRITE:
-                return write_finding(
-                    inner.decision, finish_zh(rewrite_zh("我" + clause)), inner.reason, inner.confidence
-                )
+    # "以前喜欢喝咖啡，现在改喝茶了", "博物馆的合同到期了，我现在在图书馆上班": the statement is in a later part (its own
+    # 我, or none); the fact keeps the whole sentence.
+    for part in later if found is None else ():
+        said = part if part.startswith("我") else ("我" + part if subjectless and not _SUBJECT_ZH.match(part) else "")
+        inner = _user_zh(said) if said else None
+        if inner is not None and inner.decision != NO_WRITE:
+            whole = "我" + clause if subjectless and said != part else clause
+            return write_finding(inner.decision, finish_zh(rewrite_zh(whole)), inner.reason, inner.confidence)
     return found
 
 

@@ -226,6 +226,14 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
     )
     # "Been vegetarian for 10 years", "Not a coffee person anymore": the user's, said without "I".
     clause = re.sub(r"^been\s+", "I have been ", clause, flags=re.I)
+    # "not learning japanese anymore", "new flat is in Trebnje": the user's, without "I" or "my".
+    clause = re.sub(r"^not (?=[a-z]+ing\b[^.]*\b(?:anymore|any more|any longer)\b)", "I am not ", clause, flags=re.I)
+    clause = re.sub(
+        r"^(?=new (?:flat|place|house|apartment|home|job|address|phone|laptop|car|bike) is\b)",
+        "my ",
+        clause,
+        flags=re.I,
+    )
     clause = re.sub(
         r"^(living|based|working|staying)(?= (?:in|at|from|for) )",
         lambda m: f"I am {m.group(1).lower()}",

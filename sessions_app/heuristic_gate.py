@@ -180,6 +180,13 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
         found = user_en(clause[later.end() :], greeted=False)
         if found is not None and found.decision != NO_WRITE:
             return found
+    if not is_chinese(text):
+        # "moved last weekend, new flat is in Trebnje", "no more tram for me, got a bike": a later part said without
+        # "I" is the user's too.
+        for part in rules.LATER_PART_EN.split(clause)[1:]:
+            found = user_en(part, greeted=False)
+            if found is not None and found.decision != NO_WRITE:
+                return found
     if not is_chinese(text) and (move := rules.MOVE_CLAUSE_EN.search(clause)):
         verb = move.group("verb").lower()
         return user_en(f"I {'am ' if verb.endswith('ing') else ''}{verb} to {move.group('place')}", greeted=False)

@@ -390,7 +390,7 @@ LEARNING_EN = re.compile(
     re.I,
 )
 ONE_OFF_EN = re.compile(r"^I (?:would|will) (?:like|love|prefer|rather|want|need|take|have)\b", re.I)
-ADV = r"(?:(?:really|also|actually|generally|usually|now|currently|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
+ADV = r"(?:(?:really|also|actually|generally|usually|now|currently|already|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
 PREFERENCE_EN = re.compile(
     rf"^I\s+{ADV}(?:prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|despise|can't stand|cannot stand|"
     r"can not stand|don't like|do not like|don't mind|do not mind|don't eat|do not eat|don't drink|do not drink|"
@@ -804,6 +804,7 @@ ZH_SOUL_FORMS = (
 
 
 # Where a second statement of the user's starts inside a sentence: ", so I …", " and now I …".
+LATER_PART_EN = re.compile(r",\s*(?=[a-z])")
 LATER_I_EN = re.compile(
     r"(?:(?:,\s*|\s+)(?:so|and|but|and now|so now)\s+|,\s*(?=I(?:'m| am)\s))(?=I(?:'m)?\s+(?!think|guess|feel|hope|mean|was|had)\w)"
 )
@@ -837,7 +838,7 @@ ZH_NOW = r"现在|目前|一直|平时|最近|近来|近期|这几年|这些年|
 ZH_MOVE_OR_JOB = (
     r"搬到|搬去|搬回|搬家到|搬家去|移居|跳槽到|跳槽去|入职|加入|换了?(?:份|个)?(?:工作|公司)|"
     # A new job, said without 我 ("新工作今天开始了，在…做房屋测量", read as "我新工作…").
-    r"新工作(?:今天|昨天|已经|上周|这周|终于)?(?:开始了|入职了)|"
+    r"新工作(?:今天|昨天|已经|上周|这周|终于)?(?:开始了|入职了)|新(?:公司|工作)(?:今天|昨天)?(?:是)?第一天|"
     r"(?:去|到|进)(?!年|过)了?[^，。；,;]{1,20}?(?:工作|上班|任职)"
 )
 # The thing given up said first, with 我 or, for a habit's verb, without it ("咖啡戒了", "烟不抽了"; never "雨不下了").

@@ -42,6 +42,12 @@ MODEL_NAME = "heuristic-guardian-v1"
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 # A name after the first word: a brand, a place or a language the fact is about.
 _NAMED_THING = re.compile(r"(?<=\s)(?-i:[A-Z])[\w-]+")
+# A verb of having or being and one thing: "Has a cat.", "Owns a bike.", "Is vegan." say what.
+_STATE_AND_THING = re.compile(
+    r"^(?:has|owns|is|speaks|plays|rides|drives|keeps)\s+(?:an?\s+)?(?!(?:one|fine|back|good|ok|okay|done|ready|busy|"
+    r"tired|sure|right|away|out|sick|free|late|early|here|there|home)\b)[a-z-]{3,}\W*$",
+    re.I,
+)
 _VAGUE_WORDS = frozenset(
     "something stuff things thing somewhat whatever anything everything someone somebody etc misc various".split()
 )
@@ -141,7 +147,7 @@ def vague_reason(fact: str) -> str | None:
     if cjk and len(re.findall(r"[A-Za-z]{2,}", text)) < 3:  # Chinese; "美玲 is allergic to shellfish." is English.
         if cjk < 4:
             return "too short to stand on its own"
-    elif len(words) < 2 and not _NAMED_THING.search(text):  # "Has an Android.", "Speaks Dutch.": a name says what.
+    elif len(words) < 2 and not (_NAMED_THING.search(text) or (len(words) == 1 and _STATE_AND_THING.match(text))):
         return "too vague: fewer than two content words"
     raw_words = set(text_.words(text))
     if raw_words & _VAGUE_WORDS and len(words) < 4:

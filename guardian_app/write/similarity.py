@@ -144,7 +144,9 @@ def liked_in_both_languages(fact: str, line: str) -> bool:
     if CJK_RUN.search(english) or not (liked := _LIKED_MOST_ZH.search(chinese)):
         return False
     verb = _LIKED_EN.search(english)
-    return verb is not None and glossary.english_at(liked.group("v"), english[verb.end() :]) >= 0
+    value = liked.group("v")  # "喝咖啡": the thing is its end, "咖啡".
+    ends = [value[i:] for i in range(len(value) - 1)]
+    return verb is not None and any(glossary.english_at(end, english[verb.end() :]) >= 0 for end in ends)
 
 
 def lexical(a: str, b: str) -> float:

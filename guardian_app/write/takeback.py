@@ -69,7 +69,7 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _JOB_ENDED = re.compile(
     r"\b(?:retired|resigned|quit (?:(?:their|his|her|my|the) )?job|left (?:(?:their|his|her|my|the) )?job|"
     r"(?:is|am) (?:now )?retired|no longer works?|(?:doesn't|does not) work anymore)\b(?!\s+(?:(?:from|at|for|with)\s+)?(?-i:[A-Z]))|"
-    r"退休|辞职了|辞掉了?工作|离职了|已经辞了|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)",
+    r"退休|辞职了|辞掉了?工作|离职了|已经辞了|递了辞呈|交了辞职信|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)",
     re.I,
 )
 _EMPLOYER_LINE = re.compile(

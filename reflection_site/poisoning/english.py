@@ -202,6 +202,10 @@ CLASSES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
                 r"\b(?:nc|ncat|netcat)\b[^\n]{0,40}\s-[ec]\b|/dev/tcp/|\bbash\s+-i\b|\bsh\s+-i\b|\bmkfifo\b|"
                 r"\bpowershell\b|\bpwsh\b|\biex\b|\binvoke-expression\b|\bcertutil\b|\bbitsadmin\b|\bregsvr32\b|"
                 r"\bbase64\s+(?:-d|--decode)\b|\bxp_cmdshell\b|;\s*drop\s+table\b|'\s*or\s+'?1'?\s*=\s*'?1|"
+                # A statement of SQL after a closed quote or a semicolon: "'; insert into users values(…)/*".
+                r"['\"]\s*\)?\s*;\s*(?:insert\s+into|update\s+\w+\s+set|delete\s+from|drop\s+(?:table|database)|"
+                r"alter\s+table|truncate\s+table|create\s+(?:table|user)|grant\s+all|exec(?:ute)?\s)\b|"
+                r";\s*(?:drop|truncate)\s+(?:table|database)\b|/\*.*?\*/\s*(?:or|and|union)\b|"
                 r"\bunion\s+select\b|\$\(\s*\w[^)]*\)|\$\{jndi:|\btouch\s+/tmp/|>\s*/etc/|\bcrontab\b|"
                 r"\bkill\s+-9\b|\bshutdown\s+-[hr]\b|\bhistory\s+-c\b|\bscp\s+\S+\s+\S+@|\bssh\s+\S+@\S+\s+['\"]"
             ),

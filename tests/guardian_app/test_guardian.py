@@ -311,3 +311,12 @@ def test_one_content_word_is_enough_when_it_is_a_name(fact: str, vague: bool):
     from guardian_app.write.heuristic_guardian import vague_reason
 
     assert (vague_reason(fact) is not None) is vague
+
+
+@pytest.mark.parametrize(
+    ("fact", "vague"), [("Has a cat.", False), ("Owns a bike.", False), ("Is fine.", True), ("Is back.", True)]
+)
+def test_a_verb_of_having_or_being_and_one_thing_says_what(fact: str, vague: bool):
+    from guardian_app.write.heuristic_guardian import vague_reason
+
+    assert (vague_reason(fact) is not None) is vague

@@ -1061,3 +1061,23 @@ def test_said_without_a_subject_in_either_language(message: str, decision: str, 
 def test_more_said_without_a_subject(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # A later part said without "I", a new place without "my", "not …ing anymore".
+        ("moved in march, new place is in Ghent", "UPDATE_USER", "The user's new place is in Ghent."),
+        ("sold the car, got a bike instead", "UPDATE_USER", "Sold the car, got a bike instead."),
+        ("not playing chess anymore, too stressful", "UPDATE_USER", "Is not playing chess anymore, too stressful."),
+        ("thanks, got it", "NO_WRITE", None),
+        # Chinese parts set apart by spaces; a first day at a new company; a later part with its own 我.
+        ("电脑换了 现在用ThinkPad", "UPDATE_USER", "用户电脑换了 现在用ThinkPad。"),
+        ("新公司今天第一天，在银行做柜员。", "UPDATE_USER", "用户新公司今天第一天，在银行做柜员。"),
+        ("合同到期了，我现在在书店上班。", "UPDATE_USER", "合同到期了，用户现在在书店上班。"),
+        ("今天好冷，我在家。", "NO_WRITE", None),
+    ],
+)
+def test_later_parts_and_parts_set_apart_by_spaces(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
