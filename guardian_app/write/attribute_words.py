@@ -198,10 +198,16 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "home",
-            r"\b(?:bought|rents?|renting|owns?|shares?|has)\s+(?:a|an|their|his|her|my|our)\s+(?:new\s+)?"
+            r"\b(?:bought|rents?|renting|owns?|shares?|has)\s+(?:a|an|their|his|her|my|our)\s+(?:new\s+)?(?:[\w-]+\s+){0,2}?"
             r"(?:house|flat|apartment|place|home|room|condo|studio|cottage)\s+(?:in|near|outside)\s+(?P<v>[^,.;]+)",
         ),
         ("home", r"\bcalls?\s+(?P<v>[A-Z][^,.;]*?)\s+home\b"),
+        # "The user's new flat is in Trebnje": where one's home is, said of the home.
+        (
+            "home",
+            r"^(?:the user's|user's|my|their)\s+(?:new\s+)?(?:flat|place|house|apartment|home|room)\s+is\s+(?:now\s+)?"
+            r"in\s+(?P<v>[^,.;]+)",
+        ),
         # "is in a small flat in Ararototangi now": a home said by the place one lives in.
         (
             "home",
@@ -270,6 +276,10 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"(?:work|the office|school|campus)\b",
         ),
         ("commute", r"(?:骑|坐|开|搭|乘)(?P<v>[\u4e00-\u9fff]{1,6}?)(?:上班|上学|去公司|去学校|去办公室|通勤)"),
+        (
+            "commute",
+            r"(?:上班|上学|通勤)[^。；;]{0,8}?(?:骑|坐|开|搭|乘)(?P<v>[\u4e00-\u9fff]{1,5}?)(?=[\s，。,；;]|$)",
+        ),
         (
             "reply_language",
             rf"\b(?:answer|answers|reply|replies|respond|responds|write|writes|talk|talks|speak to (?:me|the user))"

@@ -175,7 +175,8 @@ def _stated_as_current(text: str, needle: str) -> bool:
             and not re.search(
                 # "… anymore", "太极拳不练了": the negation right after the value.
                 r"^\W*(?:anymore|any more|any longer)\b|^[\u4e00-\u9fff]{0,2}(?:不再|已经不|不)[\u4e00-\u9fff]了|"
-                r"^\s*(?:卖|送人|扔|处理)掉?了",  # "把Vespa卖了": sold.
+                r"^\s*(?:卖|送人|扔|处理)掉?了|"  # "把Vespa卖了": sold.
+                r"^[^，。,;；]{0,8}?(?:递了辞呈|辞职了|离职了)",  # "Dudo Kocka a.s.那边已经递了辞呈": resigned from there.
                 line[at + len(needle) :] if at >= 0 else "",
                 re.IGNORECASE,
             )

@@ -91,8 +91,11 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         ("v7", 0.955, 4, 0, 0),
         # v8 is at the issue's bar since this session's Chinese classes (1.000 captured, 0 stale): held there.
         ("v8", 0.95, 0, 0, 0),
-        # v9: blind at its first reading (0.694 captured, 38 stale, 1 poison, 1 small talk, 1 secret written).
-        ("v9", 0.920, 0, 0, 0),
+        # v9: blind at its first reading (0.694 captured, 38 stale, 1 poison, 1 small talk, 1 secret written); at the
+        # issue's bar since (0.960): held there.
+        ("v9", 0.95, 0, 0, 0),
+        # v10: blind at its first reading (0.669 captured, 43 stale, 1 poison written).
+        ("v10", 0.805, 24, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -208,6 +211,8 @@ def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where
         ("- Gave up the cello last year.", "cello", False),
         ("- 用户放弃了日语课，太难了。", "日语", False),
         ("- Is learning Italian.", "Italian", True),
+        ("- Dudo那边用户已经递了辞呈，下个月去Junáš上班。", "Dudo", False),
+        ("- Dudo那边用户已经递了辞呈，下个月去Junáš上班。", "Junáš", True),
     ],
 )
 def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: str, value: str, current: bool):

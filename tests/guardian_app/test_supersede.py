@@ -763,3 +763,23 @@ def test_a_move_takes_back_the_old_address(fact: str, content: str, stale: list[
 def test_a_habit_given_up_takes_back_the_line_that_does_it_with_another_verb():
     content = "- 晓雯每天早上去公园打太极拳。\n- 晓雯喜欢看太极拳比赛。\n- 晓雯不练瑜伽。\n"
     assert superseded_lines("晓雯不再练太极拳了。", content) == ["- 晓雯每天早上去公园打太极拳。"]
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        ("The user's new flat is in Kranj.", "- Is living in Bled.\n- Works in Bled.\n", ["- Is living in Bled."]),
+        (  # The way to work said after 上班, and an English way.
+            "Rides a bike to work now.",
+            "- 用户上班的话 每天坐公交 二十分钟。\n",
+            ["- 用户上班的话 每天坐公交 二十分钟。"],
+        ),
+        (  # Renting a house with words before "house" is a home.
+            "Anu is renting a tiny old house in Pärnu now.",
+            "- Anu lives in Tartu.\n- Lives in Tartu.\n",
+            ["- Anu lives in Tartu."],
+        ),
+    ],
+)
+def test_v10_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale
