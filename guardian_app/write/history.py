@@ -158,7 +158,12 @@ def finish_write(
     if reason is not None:
         fields["reason"] = reason
     elif audit.reason and audit.reason.startswith(INTERRUPTED):
-        fields["reason"] = "written (recorded after an interruption)"
+        # The write's own reason was not saved; its edits were: a line it replaced is named, as "supersedes …" would.
+        replaced = [
+            e["find"] for e in audit.edits or [] if isinstance(e, dict) and e.get("op") == "replace" and e.get("find")
+        ]
+        named = "; ".join(line.strip().removeprefix("- ").strip() for line in replaced)
+        fields["reason"] = "written (recorded after an interruption)" + (f"; it replaced: {named}" if named else "")
     WriteGuardianAudit.objects.filter(id=audit.id).update(**fields)
     for key, value in fields.items():
         setattr(audit, key, value)

@@ -122,3 +122,19 @@ def test_write_ahead_abandons_the_intent_when_the_write_fails_and_the_file_is_ba
     assert user_md.read_text() == BEFORE
     assert WorkspaceFile.objects.get(file_name="USER.md").pending_audit_id is None
     assert list(FileVersion.objects.values_list("kind", flat=True)) == ["initial"]
+
+
+@pytest.mark.django_db
+def test_a_write_finished_after_an_interruption_names_the_line_it_replaced(user_md: Path):
+    user_md.write_text(AFTER)
+    audit = new_audit(
+        "USER.md", "Lives in Porto.", decision=None, source="learning", source_ref="", retry_of=None, requested_by="t"
+    )
+    audit.status, audit.reason = Status.FAILED, history.INTERRUPTED
+    audit.edits = [{"op": "replace", "find": "- Lives in Lisbon.", "text": "- Lives in Porto."}]
+    audit.save(force_insert=True)
+    with locks.file_lock("USER.md"):
+        history.finish_write("USER.md", audit, previous_content=BEFORE)
+    audit.refresh_from_db()
+    assert audit.status == Status.WRITTEN
+    assert audit.reason == "written (recorded after an interruption); it replaced: Lives in Lisbon."

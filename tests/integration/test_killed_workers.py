@@ -358,13 +358,14 @@ def test_killed_workers_lose_nothing_and_duplicate_nothing(fake_llm, killable_wo
     texts = {name: path.read_text() if path.exists() else None for name, path in files.items()}
     lost_facts, doubled_facts = [], []
     # A written fact that a later written fact superseded (issue 21: one attribute, one value; "My favourite
-    # colour is …" twice) was replaced on purpose, and that later write's reason names it.
+    # colour is …" twice) was replaced on purpose, and that later write's reason names it (a write finished after a
+    # kill names it from its edits: "written (recorded after an interruption); it replaced: …").
     superseded = {
         fact["candidate_fact"]
         for fact in audits
         for later in audits
         if later["status"] == "written"
-        and (later["reason"] or "").startswith("supersedes")
+        and ((later["reason"] or "").startswith("supersedes") or "; it replaced: " in (later["reason"] or ""))
         and fact["candidate_fact"] in (later["reason"] or "")
     }
     for audit in audits:
