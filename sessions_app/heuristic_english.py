@@ -211,9 +211,8 @@ def _user_fact_en(clause: str) -> str:
     return finish_en(rewritten)
 
 
-def user_en(clause: str, *, greeted: bool) -> Finding | None:
-    clause = rules.WE_HOUSEHOLD_EN.sub("I ", rules.FUTURE_LEAD_EN.sub("", expand(clause)))
-    clause = re.sub(r"^I do (?=(?!not\b)[a-z]+\b)", "I ", clause)  # "I do speak Spanish": the emphatic do says nothing.
+def _said_without_i(clause: str) -> str:
+    """The user's statement said without "I" (or "my"), with it put back."""
     # "Got a MacBook Air to replace it", "Bought a used Fiat", "Dropped the Italian course", "Moved to Oslo": the
     # user's, said without "I".
     clause = re.sub(
@@ -243,6 +242,13 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
     clause = re.sub(
         r"^not (?=(?:a|an|much of a) [\w-]+ (?:person|fan|drinker|eater)\b)", "I am not ", clause, flags=re.I
     )
+    return clause
+
+
+def user_en(clause: str, *, greeted: bool) -> Finding | None:
+    clause = rules.WE_HOUSEHOLD_EN.sub("I ", rules.FUTURE_LEAD_EN.sub("", expand(clause)))
+    clause = re.sub(r"^I do (?=(?!not\b)[a-z]+\b)", "I ", clause)  # "I do speak Spanish": the emphatic do says nothing.
+    clause = _said_without_i(clause)
     if match := rules.CALL_ME_EN.match(clause):
         return write_finding(
             "UPDATE_USER",
