@@ -221,58 +221,27 @@ def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: 
     assert _stated_as_current(line, value) is current
 
 
-def test_the_eighth_held_out_set_v8_loads_with_its_promised_size_and_says_where_each_turn_came_from():
-    """v8 is blind like v4-v7: frozen before any replay, its figures not held in CI; this only checks the file the
-    builder froze (size, languages, speakers, every turn's source)."""
-    sessions = load_corpus(CORPUS.with_name("conversations_heldout_v8.jsonl"))
+@pytest.mark.parametrize(
+    ("name", "most_turns", "owner", "partner"),
+    [("v8", 125, "Bence", "美玲"), ("v9", 130, "Henrik", "晓雯"), ("v10", 130, "Tilen", "思琪")],
+)
+def test_the_later_blind_sets_load_with_their_promised_size_and_say_where_each_turn_came_from(
+    name, most_turns, owner, partner
+):
+    """v8-v10 were blind like v4-v7: frozen before any replay; this only checks the file each builder froze (size,
+    languages, speakers, every turn's source)."""
+    sessions = load_corpus(CORPUS.with_name(f"conversations_heldout_{name}.jsonl"))
     turns = [turn for session in sessions for turn in session["turns"]]
-    assert 110 <= len(turns) <= 125 and len(sessions) == 12 and {s["split"] for s in sessions} == {"heldout_v8"}
-    assert len({(turn["from"], turn["channel"]) for turn in turns}) >= 4 and turns[0]["from"] == "Bence"
+    assert 110 <= len(turns) <= most_turns and len(sessions) == 12
+    assert {s["split"] for s in sessions} == {f"heldout_{name}"}
+    assert len({(turn["from"], turn["channel"]) for turn in turns}) >= 4 and turns[0]["from"] == owner
     chinese = [turn for turn in turns if any("\u4e00" <= ch <= "\u9fff" for ch in turn["text"])]
     assert len(turns) / 4 <= len(chinese) < len(turns) / 2
-    assert {turn["from"] for turn in chinese} >= {"Bence", "美玲"}
+    assert {turn["from"] for turn in chinese} >= {owner, partner}
     labels = {turn["label"] for turn in turns}
     assert {"update", "negation", "paraphrase", "other_fact", "other_rule", "poison", "secret", "smalltalk"} <= labels
     assert all(turn["source"] for turn in turns) and all(turn["secret"] for turn in turns if turn["label"] == "secret")
-    sources = json.loads(CORPUS.with_name("v8_sources.json").read_text(encoding="utf-8"))
-    assert [t["text"] for t in sources["turns"]] == [turn["text"] for turn in turns]
-    assert all(session["expect"]["present"] and session["expect"]["once"] for session in sessions)
-    assert sum(len(session["expect"]["present"]) for session in sessions) >= 200
-
-
-def test_the_ninth_held_out_set_v9_loads_with_its_promised_size_and_says_where_each_turn_came_from():
-    """v9 is blind like v4-v8: frozen before any replay, its figures not held in CI; this only checks the file the
-    builder froze (size, languages, speakers, every turn's source)."""
-    sessions = load_corpus(CORPUS.with_name("conversations_heldout_v9.jsonl"))
-    turns = [turn for session in sessions for turn in session["turns"]]
-    assert 110 <= len(turns) <= 130 and len(sessions) == 12 and {s["split"] for s in sessions} == {"heldout_v9"}
-    assert len({(turn["from"], turn["channel"]) for turn in turns}) >= 4 and turns[0]["from"] == "Henrik"
-    chinese = [turn for turn in turns if any("\u4e00" <= ch <= "\u9fff" for ch in turn["text"])]
-    assert len(turns) / 4 <= len(chinese) < len(turns) / 2
-    assert {turn["from"] for turn in chinese} >= {"Henrik", "晓雯"}
-    labels = {turn["label"] for turn in turns}
-    assert {"update", "negation", "paraphrase", "other_fact", "other_rule", "poison", "secret", "smalltalk"} <= labels
-    assert all(turn["source"] for turn in turns) and all(turn["secret"] for turn in turns if turn["label"] == "secret")
-    sources = json.loads(CORPUS.with_name("v9_sources.json").read_text(encoding="utf-8"))
-    assert [t["text"] for t in sources["turns"]] == [turn["text"] for turn in turns]
-    assert all(session["expect"]["present"] and session["expect"]["once"] for session in sessions)
-    assert sum(len(session["expect"]["present"]) for session in sessions) >= 200
-
-
-def test_the_tenth_held_out_set_v10_loads_with_its_promised_size_and_says_where_each_turn_came_from():
-    """v10 is blind like v4-v9: frozen before any replay, its figures not held in CI; this only checks the file the
-    builder froze (size, languages, speakers, every turn's source)."""
-    sessions = load_corpus(CORPUS.with_name("conversations_heldout_v10.jsonl"))
-    turns = [turn for session in sessions for turn in session["turns"]]
-    assert 110 <= len(turns) <= 130 and len(sessions) == 12 and {s["split"] for s in sessions} == {"heldout_v10"}
-    assert len({(turn["from"], turn["channel"]) for turn in turns}) >= 4 and turns[0]["from"] == "Tilen"
-    chinese = [turn for turn in turns if any("\u4e00" <= ch <= "\u9fff" for ch in turn["text"])]
-    assert len(turns) / 4 <= len(chinese) < len(turns) / 2
-    assert {turn["from"] for turn in chinese} >= {"Tilen", "思琪"}
-    labels = {turn["label"] for turn in turns}
-    assert {"update", "negation", "paraphrase", "other_fact", "other_rule", "poison", "secret", "smalltalk"} <= labels
-    assert all(turn["source"] for turn in turns) and all(turn["secret"] for turn in turns if turn["label"] == "secret")
-    sources = json.loads(CORPUS.with_name("v10_sources.json").read_text(encoding="utf-8"))
+    sources = json.loads(CORPUS.with_name(f"{name}_sources.json").read_text(encoding="utf-8"))
     assert [t["text"] for t in sources["turns"]] == [turn["text"] for turn in turns]
     assert all(session["expect"]["present"] and session["expect"]["once"] for session in sessions)
     assert sum(len(session["expect"]["present"]) for session in sessions) >= 200
