@@ -8,7 +8,7 @@ stored turn has a gate decision (or ``--drain`` seconds pass). Printed: turns po
 phase, errors, turns stored and decided, how long the drain took, whether `make run` was still running, and its
 exit status after Ctrl-C (SIGINT to its process group).
 
-Usage: python benchmarks/soak.py [--clients 16] [--seconds 60] [--drain 600]
+Usage: python benchmarks/soak.py [--clients 16] [--seconds 60] [--drain 600] [--chat-pause 3]
 """
 
 from __future__ import annotations
@@ -106,6 +106,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--drain", type=float, default=600)
+    parser.add_argument("--chat-pause", type=float, default=3.0, help="seconds between a chat client's turns")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="soak-") as scratch:
         folder, port = Path(scratch), free_port()
@@ -117,7 +118,7 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(1)
-        for name, clients, pause, first in (("fast", args.clients, 0.0, 0), ("chat pace", 2, 3.0, 1000)):
+        for name, clients, pause, first in (("fast", args.clients, 0.0, 0), ("chat pace", 2, args.chat_pause, 1000)):
             latencies, errors = _phase(base, key, clients, args.seconds, pause, first)
             p50, p95 = (latencies[int(len(latencies) * q)] * 1000 if latencies else 0.0 for q in (0.5, 0.95))
             print(
