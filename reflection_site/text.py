@@ -163,3 +163,24 @@ def normalize(text: str | None, *, line: bool = False) -> str:
 def fingerprint(text: str | None, *, salt: str = "", line: bool = False) -> str:
     """SHA-256 (hex) of ``salt`` and the normal form of ``text``; the salt keeps kinds apart (a rule's type)."""
     return hashlib.sha256((salt + normalize(text, line=line)).encode()).hexdigest()
+
+
+# What follows a name, not part of it: "晓雯不练瑜伽" is 晓雯's.
+_AFTER_NAME_ZH = re.compile(r"[不在的是已每最现也还都就又很去要会想说做当住有没和跟把被从对给暂停刚今昨明以]")
+
+
+def leading_chinese_name(text: str) -> str | None:
+    """The Chinese name ``text`` may open with ("思琪暂停了尤克里里" → 思琪): two to four characters before the first
+    word that follows a name; never 用户. Whether it is a name is for the caller to know (the file's other lines)."""
+    found = re.match(r"[\u4e00-\u9fff]{2,4}", text)
+    if found is None or found.group().startswith("用户"):
+        return None
+    cut = _AFTER_NAME_ZH.search(found.group(), 1)
+    name = found.group()[: cut.start()] if cut else found.group()
+    return name if len(name) >= 2 else None
+
+
+def chinese_name(fact: str, lines: list[str]) -> str | None:
+    """The Chinese name ``fact`` opens with (``leading_chinese_name``) when lines of a file open with it too."""
+    name = leading_chinese_name(_LIST_MARK.sub("", fact).strip())
+    return name if name and any(_LIST_MARK.sub("", line).strip().startswith(name) for line in lines) else None

@@ -109,7 +109,10 @@ def user_zh(clause: str) -> Finding | None:
 
 
 def _either(match: re.Match[str], name: str) -> str:
-    return match.group(name) or match.group(f"{name}2")
+    return next(
+        (match.group(key) for key in (name, f"{name}2", f"{name}3") if key in match.re.groupindex and match.group(key)),
+        "",
+    )
 
 
 def _user_zh(clause: str) -> Finding | None:
@@ -119,7 +122,9 @@ def _user_zh(clause: str) -> Finding | None:
     clause = rules.GIVEN_UP_FIRST_ZH.sub(
         lambda m: f"我不再{_either(m, 'verb')}{_either(m, 'thing')}了", clause, count=1
     )
-    clause = rules.DROPPED_FIRST_ZH.sub(lambda m: f"我{_either(m, 'verb')}了{_either(m, 'thing')}", clause, count=1)
+    clause = rules.DROPPED_FIRST_ZH.sub(
+        lambda m: f"我{_either(m, 'verb') or '暂停'}了{_either(m, 'thing')}", clause, count=1
+    )
     if match := rules.CALL_ME_ZH.match(clause):
         name = rules.ZH_NAME_TAIL.sub("", match.group("name"))
         return write_finding("UPDATE_USER", f"用户希望被称为{name}。", "How the user wants to be addressed.", 0.85)

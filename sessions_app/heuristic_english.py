@@ -217,7 +217,7 @@ def _said_without_i(clause: str) -> str:
     # user's, said without "I".
     clause = re.sub(
         r"^(?=(?:just |finally |recently )?(?:(?:got|bought|adopted|rescued|sold|dropped|quit|gave up|took up|joined) "
-        r"(?:a|an|my|our|the) |(?:moved|relocated|switched) (?:back )?to |(?:started|joined) (?:at|with) |"
+        r"(?:a|an|my|our|the) |(?:moved|relocated|switched) (?:back )?to |moved (?:in with|into|back in with) |(?:started|joined) (?:at|with) |"
         r"(?:gave up|quit) (?!it\b|that\b|this\b)[a-z]+|stopped [a-z]+ing\b|switched jobs\b))",
         "I ",
         clause,
@@ -242,7 +242,21 @@ def _said_without_i(clause: str) -> str:
     clause = re.sub(
         r"^not (?=(?:a|an|much of a) [\w-]+ (?:person|fan|drinker|eater)\b)", "I am not ", clause, flags=re.I
     )
-    return clause
+    # "gym mon wed fri before work", "yoga tue/thu": a place or a class on days named, said without a verb.
+    clause = re.sub(
+        rf"^(?:(?P<gym>gym)|(?P<act>[a-z]+))(?= (?:on )?{rules.DAY_LIST_EN})",
+        lambda m: "I go to the gym" if m.group("gym") else f"I go to {m.group('act')}",
+        clause,
+        flags=re.I,
+    )
+    # "My favorite food most definitely Fettuccine Alfredo", "my fav band: Wilco": the "is" left out.
+    return re.sub(
+        r"^((?:my|our) (?:fav|favou?rite) [\w-]+?(?: [\w-]+)??)(?:\s*:\s*| (?=(?:most |quite )?(?:definitely|probably|"
+        r"hands down|by far|for sure|honestly|always|totally|absolutely|easily)\b))",
+        r"\1 is ",
+        clause,
+        flags=re.I,
+    )
 
 
 def user_en(clause: str, *, greeted: bool) -> Finding | None:

@@ -77,7 +77,9 @@ _NAMED_FACT_EN = re.compile(
     r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day|Today|Tomorrow|Tonight|Yesterday)\b)"
     rf"(?P<name>{_NAME}|[\u4e00-\u9fff]{{2,3}})\s+(?!works? (?:for|with) (?:me|us|you)\b)"
     rf"(?P<rest>(?:{_CHANGES_EN}|is allergic to\b|is (?:a |an )?(?:{rules.DIETS})(?=\s*(?:[.,;!]|$))|"
-    r"was born in\b|grew up in\b|speaks\s+(?-i:[A-Z])|(?:can't|cannot|can not) stand\b|hates\b|dislikes\b|"
+    r"was born in\b|grew up in\b|"
+    # Who they were to the user, and where: "Kadri was my flatmate back in Tartu".
+    r"was (?:my|our) (?:old |former |first )?[\w-]+ (?:back |when we were |while we were )?(?:in|at) (?-i:[A-Z])|speaks\s+(?-i:[A-Z])|(?:can't|cannot|can not) stand\b|hates\b|dislikes\b|"
     r"(?:doesn't|does not|won't|never) (?:eat|eats|drink|drinks)\b|is afraid of\b).*)$",
     re.I,
 )

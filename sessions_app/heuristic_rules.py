@@ -361,7 +361,10 @@ EN_TIME_OPENER_ITEM = (
     rf"(?:(?:earlier|later|late|early) )?(?:last|this) (?:{_PERIODS})|(?:{_COUNT}) (?:{_PERIODS}) ago|"
     rf"in (?:(?:early|late|mid)[ -])?(?:{_MONTHS}|{_SEASONS}|\d{{4}})(?: \d{{4}})?|"
     r"(?:just |only )?(?:recently|lately)|after all these years|at long last|finally|eventually|officially|"
-    r"as of recently|at the moment|right now|today|tonight|yesterday|this morning|this afternoon|this evening"
+    r"as of recently|at the moment|right now|today|tonight|yesterday|this morning|this afternoon|this evening|"
+    # A change from a day on: "Starting Monday I'm doing payroll at …", "From next month I work at …".
+    r"(?:starting|from) (?:on )?(?:(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|today)|"
+    r"(?:next|this) (?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday))"
 )
 EN_TIME_OPENER = re.compile(
     rf"^(?P<opener>(?:{EN_TIME_OPENER_ITEM})(?:\s*(?:,|\band\b)\s*(?:{EN_TIME_OPENER_ITEM}))*)\s*[,:\-\u2013\u2014]?\s+"
@@ -390,7 +393,7 @@ LEARNING_EN = re.compile(
     re.I,
 )
 ONE_OFF_EN = re.compile(r"^I (?:would|will) (?:like|love|prefer|rather|want|need|take|have)\b", re.I)
-ADV = r"(?:(?:really|also|actually|generally|usually|now|currently|already|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
+ADV = r"(?:(?:really|also|actually|finally|officially|generally|usually|now|currently|already|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
 PREFERENCE_EN = re.compile(
     rf"^I\s+{ADV}(?:prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|despise|can't stand|cannot stand|"
     r"can not stand|don't like|do not like|don't mind|do not mind|don't eat|do not eat|don't drink|do not drink|"
@@ -458,10 +461,16 @@ CHANGE_NOT_EN = re.compile(
     r"talking|asking|reading|typing|here|there)\b",
     re.I,
 )
+# Two days or more named: "mon wed fri", "tue/thu", "Monday and Thursday".
+DAY_LIST_EN = (
+    r"(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?(?:\s*(?:,|/|&|and)?\s*(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?\b)+"
+)
 ROUTINE_EN = re.compile(
     rf"^I\s+{ADV}(?:wake up|get up|go to bed|go to sleep|sleep|work out|exercise|train|run|swim|cycle|meditate|"
+    r"go to (?:the )?[a-z]+|"
     r"start work|finish work|have (?:a )?(?:standup|stand-up|lunch|dinner|breakfast)|go to the gym|take my \w+)\b"
-    r".*\b(?:at \d|at (?:noon|midnight)|on (?:mon|tue|wed|thu|fri|sat|sun)\w*|every|each|daily|weekly|\d\s?(?:am|pm))",
+    r".*\b(?:at \d|at (?:noon|midnight)|on (?:mon|tue|wed|thu|fri|sat|sun)\w*|every|each|daily|weekly|\d\s?(?:am|pm)|"
+    rf"{DAY_LIST_EN})",
     re.I,
 )
 _DAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekday|weekend"
@@ -481,7 +490,7 @@ VAGUE_EN = re.compile(
 WE_HOUSEHOLD_EN = re.compile(
     rf"(?:^|(?<=[,;]\s))we\s+(?={ADV}(?:(?:do not|don't|no longer|now|just|finally|recently|still|have|have now)\s+)*"
     r"(?:live|lived|living|(?:moved|relocated)\s+(?:(?:back|over|away|out)\s+)?(?:to|into|in|abroad|house|home|away|out|"
-    r"here)|rent|own|sold|gave away|got rid of|adopted|rescued|bought a (?:house|flat|home|"
+    r"here)|rent|own|sold|gave away|got rid of|adopted|rescued|bought a (?:house|flat|home|place|condo|"
     r"car|van|cottage|apartment)|(?:got|have|have got) (?:a|an|another|two|three) (?:new )?(?:[\w-]+ )?(?:pupp(?:y|ies)|"
     r"kittens?|dogs?|cats?|rabbits?|hamsters?|parrots?|birds?|tortoises?|guinea pigs?|horses?|fish))\b)",
     re.I,
@@ -556,6 +565,11 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
             r"cook|practi[cs]e|collect|attend|use|code|program|develop|design|maintain|support|write|"
             r"freelance|intern|contract)\b|"
             rf"^I\s+{ADV}(?:(?:have|had)\s+)?(?:got|get|was|been|have been)\s+(?:hired|promoted|employed)\b|"
+            # A line of work at a named place: "I'm doing payroll at Lehtmets-Laane", "I do IT support for Kovač".
+            rf"^I\s+{ADV}(?:am\s+|do\s+)?(?:now\s+)?(?:doing|do)\s+(?!(?:the|a|an|some|my|our|this|that|it|lunch|"
+            r"dinner|breakfast|brunch|drinks|coffee|laundry|shopping|groceries|homework|dishes|nothing|something|well|"
+            r"good|great|fine|okay|ok|alright|better|worse|much|more|less)\b)[\w-]+(?:\s+[\w-]+)?\s+(?:at|for)\s+"
+            r"(?-i:[A-Z])|"
             rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:{LIFE_CHANGE_VERBS})",
             re.I,
         ),
@@ -704,7 +718,7 @@ MY_DURABLE = frozenset(
     "age anniversary allergy allergies diet hobby hobbies favourite favorite colour color food team's "
     "girlfriend boyfriend fiance fiancee university school degree major salary car house apartment flat "
     "native first zone medication medications medicine meds prescription dose dosage doctor gp dentist therapist "
-    "insurance pharmacy place home commute workplace office".split()
+    "insurance pharmacy place home commute workplace office fav".split()
 )
 # "My meeting with the design team is at 2pm": the user's schedule (USER.md), as "my" + a durable noun is.
 EVENT_NOUNS = frozenset(
@@ -849,7 +863,9 @@ GIVEN_UP_FIRST_ZH = re.compile(
 )
 DROPPED_FIRST_ZH = re.compile(
     r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:已经)?(?P<verb>退掉|放弃|停掉|戒掉|取消|退|停|戒)(?:掉)?了|"
-    r"^(?P<thing2>[\u4e00-\u9fff]{1,4}?)(?:已经)?(?P<verb2>戒掉|戒|放弃|退掉)了"
+    r"^(?P<thing2>[\u4e00-\u9fff]{1,4}?)(?:已经)?(?P<verb2>戒掉|戒|放弃|退掉)了|"
+    # Put aside: "尤克里里先放一放" (read as 暂停了).
+    r"^我?(?P<thing3>(?!这|那|我|它|工作|事|活)[\u4e00-\u9fff]{1,6}?)(?:我)?(?:就|先|暂时)?(?:放一放|放放|放下了|搁置了|(?P<verb3>暂停)了)"
 )
 # Who else "我…" can open on: "我朋友搬到了…" is the friend's move, not the user's.
 ZH_NOT_ME = (
@@ -884,7 +900,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS}|前不久|又)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|搬家了|"
             r"最喜欢的[\u4e00-\u9fff]{1,6}?(?:现在|已经)?(?:变成了?|改成了?|换成了?)|从[^，。；,;]{1,12}?(?:辞职|离职)|"
-            r"辞职|离职|离开了|戒了|放弃了|退掉了|停掉了|戒掉了|取消了|不再|改(?:喝|吃|用|骑|坐|开|学|练)|换了?(?:个|台|部|辆)|已经不|不.{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
+            r"辞职|离职|离开了|戒了|放弃了|退掉了|停掉了|暂停了|戒掉了|取消了|不再|改(?:喝|吃|用|骑|坐|开|学|练)|换了?(?:个|台|部|辆)|已经不|不.{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
             # A decision to take up or give up a way of eating: "我决定吃素", "我决定从明天开始戒酒".
             r"决定(?:要)?(?:从.{1,6}?(?:开始|起))?(?:开始)?(?:吃素|吃全素|戒|不再|不吃|不喝|改吃))"
         ),
@@ -955,6 +971,8 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
             r"供职于|受雇于|在.{1,20}?(?:工作|上班|上学|读书|生活|长大|出生|实习|任职|就职|住|安家|定居|落户|当|买了房|"
             # "我在一家牙科诊所做护士": a role after 做 ends in what names a trade (师 士 员 生 工 …).
             r"做[\u4e00-\u9fff]{0,3}?(?:师|士|员|生|工|家|官|经理|主管|编辑|记者|设计|会计|销售|客服)(?:[，,。.]|$)|"
+            # Or a line of work at a place named as an institution: "我现在在区图书馆做古籍修复".
+            r"(?<=馆|院|所|局|厂|司|校|行|站|心|园|部|社)做(?![了过饭菜作业家务梦])[\u4e00-\u9fffA-Za-z]{2,8}(?:[，,。.]|$)|"
             r"租了房|租房)|被.{1,20}?(?:录用|录取|聘用|雇用|招进)|拿到了?.{1,20}?的\s*offer)"
         ),
         0.8,
@@ -993,6 +1011,14 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         0.75,
     ),
     ("the user's work or studies", re.compile(r"^我(?:在|正在|最近在)?(?:学|学习|备考|负责|研究|从事)(?!了)"), 0.7),
+    # A course signed up for: "我报了周末的驾校", "我报名了一个日语班".
+    (
+        "the user's work or studies",
+        re.compile(
+            r"^我(?:最近|刚|已经|今年)?(?:报了|报名了|报名参加了|报上了)[^，。；]{0,10}?(?:班|课|驾校|培训|课程|考试)"
+        ),
+        0.7,
+    ),
     ("the user's work", re.compile(r"^我(?:的工作是|是做|做)(?!了)"), 0.7),
     ("what the user uses", re.compile(rf"^我(?:(?:{ZH_NOW}|平时|一般|习惯|主要)[，,]?)*(?:用|使用)(?!了)"), 0.65),
     (

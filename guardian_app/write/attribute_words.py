@@ -226,6 +226,18 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"(?:at|for|with)\s+(?P<v>[A-Z0-9][^,.;]*)",
         ),
         ("employer", r"\b(?:joined|works? at|working at)\s+(?P<v>[^,.;]+)"),
+        # A line of work at a named place: "Is doing payroll at Lehtmets-Laane", "does IT support for Kovač".
+        (
+            "employer",
+            r"\b(?:is |am )?(?:doing|does)\s+(?!(?:the|a|an|some|well|good|great|fine)\b)(?:[\w-]+\s+){1,2}?"
+            r"(?:at|for)\s+(?P<v>[A-Z0-9][^,.;]*)",
+        ),
+        # "在区图书馆做古籍修复": a line of work at a place named as an institution.
+        (
+            "employer",
+            r"在(?P<v>[^，。；,.;在]{1,20}?(?:馆|院|所|局|厂|司|校|行|站|心|园|部|社))做(?![了过饭菜作业家务梦])"
+            r"[\u4e00-\u9fffA-Za-z]{2,8}(?:[，,。.；;]|$)",
+        ),
         # "took the front desk job at Dallinger & Marte", "landed a new role with Wise".
         (
             "employer",

@@ -148,7 +148,7 @@ def _contains(text: str, needle: str) -> bool:
 # "Sold the Vespa.", "Dropped the Italian course.", "不再吃素", "放弃了日语课") does not state it as current.
 _AS_PAST = (
     r"(?:\b(?:left|quit|from|previously|formerly|no longer|used to|instead of|rather than|sold|gave away|got rid of|"
-    r"dropped|gave up|stopped)\b|不再|已经不|以前|放弃了|退掉了)"
+    r"dropped|gave up|stopped|moved out of|out of|instead)\b|不再|已经不|以前|放弃了|退掉了|暂停了)"
 )
 
 
@@ -171,12 +171,18 @@ def _stated_as_current(text: str, needle: str) -> bool:
         if _NEGATED.search(before):
             continue
         if (
-            not re.search(_AS_PAST, before, re.IGNORECASE)
+            # Past in the value's own clause ("moved out of Tartu, renting in Pärnu now" states Pärnu), or a clause
+            # after "instead" ("does payroll at Kask instead, the kindergarten cut her hours").
+            not re.search(_AS_PAST, re.split(r"[,;，；]", before)[-1], re.IGNORECASE)
+            and not re.search(r"\binstead\s*[,;]\s*[^,;]*$", before, re.IGNORECASE)
+            # Inside "(previously: …)" / "（以前：…）", commas and all.
+            and not re.search(r"[(（](?:previously|formerly|以前)[:：][^)）]*$", line[:at], re.IGNORECASE)
             and not re.search(
                 # "… anymore", "太极拳不练了": the negation right after the value.
                 r"^\W*(?:anymore|any more|any longer)\b|^[\u4e00-\u9fff]{0,2}(?:不再|已经不|不)[\u4e00-\u9fff]了|"
                 r"^\s*(?:卖|送人|扔|处理)掉?了|"  # "把Vespa卖了": sold.
-                r"^[^，。,;；]{0,8}?(?:递了辞呈|辞职了|离职了)",  # "Dudo Kocka a.s.那边已经递了辞呈": resigned from there.
+                r"^[^，。,;；]{0,8}?(?:递了辞呈|辞职了|离职了)|"  # "Dudo Kocka a.s.那边已经递了辞呈": resigned from there.
+                r"^的?(?:合同|工作|租约)?(?:到期|结束)了",  # "博物馆的合同到期了": over.
                 line[at + len(needle) :] if at >= 0 else "",
                 re.IGNORECASE,
             )

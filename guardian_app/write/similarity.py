@@ -146,7 +146,15 @@ def liked_in_both_languages(fact: str, line: str) -> bool:
     verb = _LIKED_EN.search(english)
     value = liked.group("v")  # "喝咖啡": the thing is its end, "咖啡".
     ends = [value[i:] for i in range(len(value) - 1)]
-    return verb is not None and any(glossary.english_at(end, english[verb.end() :]) >= 0 for end in ends)
+    if verb is None:
+        return False
+    after = english[verb.end() :]
+    # The thing named in Latin letters in the Chinese too: "用户最爱的还是奶油宽面，就是Alfredo那种" and "The user's
+    # favorite food is Fettuccine Alfredo.".
+    named = re.findall(r"[A-Za-z][A-Za-z'-]{2,}", chinese)
+    return any(glossary.english_at(end, after) >= 0 for end in ends) or any(
+        re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", after, re.I) for name in named
+    )
 
 
 def lexical(a: str, b: str) -> float:

@@ -31,7 +31,7 @@ from guardian_app.write.attribute_words import (
 from guardian_app.write.similarity import liked_in_both_languages, preference_attribute, style_attribute
 from guardian_app.write.takeback import says_all, takeback_lines
 from reflection_site import glossary, memory_files
-from reflection_site.text import content_words, fold
+from reflection_site.text import chinese_name, content_words, fold
 
 _I = re.IGNORECASE
 CJK_EVENT = re.compile(r"[\u4e00-\u9fff]+")
@@ -233,6 +233,8 @@ def _keyed_stale_lines(fact: str, content: str) -> list[str]:
         return negated_habit_lines(fact, content)
     stale: list[str] = []
     lines = [line for line in (content or "").splitlines() if line.strip() and not memory_files.is_heading(line)]
+    if (name := chinese_name(fact, lines)) is not None:  # "思琪…": only 思琪's lines state 思琪's attributes.
+        lines = [line for line in lines if line.lstrip("-* ").startswith(name)]
     keyed = [(line, attribute(line)) for line in lines]
     same_role = [line for line, old in keyed if old and old.key.split("@")[0] == new.key]
     for line, old in keyed:

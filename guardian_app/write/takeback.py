@@ -27,7 +27,7 @@ import re
 from guardian_app.write.attribute_words import DISPOSED_EN, DISPOSED_ZH, HAS_EN, KIND_WORDS, TOOL_TO_CATEGORY
 from guardian_app.write.forget import forgotten_lines
 from reflection_site import glossary, memory_files
-from reflection_site.text import CJK_RUN, content_words, stem, stop_words, words
+from reflection_site.text import CJK_RUN, chinese_name, content_words, stem, stop_words, words
 
 _CAP = r"(?-i:[A-Z][\w&'-]*)"
 # "not at Halvorsen Ltd anymore", "no longer drives the Vespa", "doesn't work for Acme and Sons any more".
@@ -44,8 +44,8 @@ _NEGATED_VALUE_ZH = re.compile(
     r"(?<![\u4e00-\u9fff]不)不(?P<verb2>[\u4e00-\u9fff])(?P<obj2>[\u4e00-\u9fff]{1,4}?)了|"
     r"(?P<obj3>[\u4e00-\u9fff]{2,4}?)(?:不再|已经不|不)(?P<verb3>[\u4e00-\u9fff])了|"
     # Dropped, whatever the person did with it: "西班牙语课用户退掉了", "素食，用户坚持不下去了".
-    r"(?P<dropped>[\u4e00-\u9fff]{2,6}?)[，,]?(?:用户|我)(?:退|放弃|停|戒|取消|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起))(?:掉|了)?了|"
-    r"(?:用户|我)(?:退掉|放弃|停掉|戒掉|取消|退|停|戒)(?:掉)?了(?P<dropped2>[\u4e00-\u9fff]{2,6}?)(?:[，,。.；;！!]|$)"
+    r"(?P<dropped>[\u4e00-\u9fff]{2,6}?)[，,]?(?:用户|我)(?:退|放弃|暂停|停|戒|取消|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起))(?:掉|了)?了|"
+    r"(?:用户|我)(?:退掉|放弃|停掉|戒掉|取消|暂停|退|停|戒)(?:掉)?了(?P<dropped2>[\u4e00-\u9fff]{2,6}?)(?:[，,。.；;！!]|$)"
 )
 # What a dropped class or course was of: "西班牙语课" is 西班牙语.
 _COURSE = re.compile(r"(?:课程|课|班|培训)$")
@@ -481,8 +481,17 @@ def _dropped_course_lines(fact: str, lines: list[str]) -> list[str]:
 
 
 def takeback_lines(fact: str, content: str) -> list[str]:
-    """The lines of ``content`` that ``fact`` takes back (see the module docstring), in file order."""
+    """The lines of ``content`` that ``fact`` takes back (see the module docstring), in file order. A fact about a
+    person named in Chinese is read against that person's lines only, each read as if it were the user's."""
     lines = _lines(content)
+    if (name := chinese_name(fact, lines)) is not None:
+        own = {line.replace(name, "用户", 1): line for line in lines if _BULLET.sub("", line).strip().startswith(name)}
+        said = _BULLET.sub("", fact).strip().replace(name, "用户", 1)
+        return [own[line] for line in _taken_back(said, list(own))]
+    return _taken_back(fact, lines)
+
+
+def _taken_back(fact: str, lines: list[str]) -> list[str]:
     found = set(_negated_value_lines(fact, lines)) | set(forgotten_lines(fact, lines)) | set(_lost_lines(fact, lines))
     found |= set(_job_lines(fact, lines)) | set(_accepted_lines(fact, lines)) | set(_disposed_lines(fact, lines))
     found |= set(_switched_lines(fact, lines)) | set(_dropped_course_lines(fact, lines))

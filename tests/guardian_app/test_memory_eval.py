@@ -94,8 +94,9 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # v9: blind at its first reading (0.694 captured, 38 stale, 1 poison, 1 small talk, 1 secret written); at the
         # issue's bar since (0.960): held there.
         ("v9", 0.95, 0, 0, 0),
-        # v10: blind at its first reading (0.669 captured, 43 stale, 1 poison written).
-        ("v10", 0.805, 24, 0, 0),
+        # v10: blind at its first reading (0.669 captured, 43 stale, 1 poison written); at the issue's bar since its
+        # leftover classes (0.989, 0 stale): held there.
+        ("v10", 0.95, 0, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -213,6 +214,12 @@ def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where
         ("- Is learning Italian.", "Italian", True),
         ("- Dudo那边用户已经递了辞呈，下个月去Junáš上班。", "Dudo", False),
         ("- Dudo那边用户已经递了辞呈，下个月去Junáš上班。", "Junáš", True),
+        ("- Anu has moved out of Tartu, renting in Pärnu now.", "Tartu", False),
+        ("- Anu has moved out of Tartu, renting in Pärnu now.", "Pärnu", True),
+        ("- Anu does payroll at Kask instead, the kindergarten cut her hours.", "kindergarten", False),
+        ("- 美华暂停了钢琴，最近改成学游泳。", "钢琴", False),
+        ("- 美华博物馆的合同到期了，现在在图书馆上班。", "博物馆", False),
+        ("- 美华博物馆的合同到期了，现在在图书馆上班。", "图书馆", True),
     ],
 )
 def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: str, value: str, current: bool):

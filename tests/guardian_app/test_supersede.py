@@ -7,7 +7,7 @@ import pytest
 
 from guardian_app.models import FileSnapshot, WriteGuardianAudit
 from guardian_app.write.rollback import rollback_write
-from guardian_app.write.supersede import attribute, superseded_lines
+from guardian_app.write.supersede import attribute, restated_line, superseded_lines
 from guardian_app.write.takeback import takeback_lines
 from sessions_app.heuristic_gate import classify_turn
 
@@ -783,3 +783,34 @@ def test_a_habit_given_up_takes_back_the_line_that_does_it_with_another_verb():
 )
 def test_v10_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
     assert superseded_lines(fact, content) == stale
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # A person named in Chinese: only their own lines, read as if they were the user's.
+            "美华暂停了钢琴，最近改成学游泳。",
+            "- 美华每周上两次钢琴课。\n- 用户的妈妈每周上钢琴课。\n- 晓东每周上钢琴课。\n",
+            ["- 美华每周上两次钢琴课。"],
+        ),
+        (  # A new workplace in Chinese replaces that person's, not another's.
+            "美华现在在区医院做行政。",
+            "- 美华在市博物馆做讲解员。\n- 晓东在市图书馆做古籍修复。\n",
+            ["- 美华在市博物馆做讲解员。"],
+        ),
+        (  # A line of work at a named place is the employer.
+            "Anu is doing payroll at Kask OÜ now.",
+            "- Anu works at a kindergarten.\n- Works at Bolt.\n",
+            ["- Anu works at a kindergarten."],
+        ),
+        ("Anu is doing well at school.", "- Anu works at a kindergarten.\n", []),
+    ],
+)
+def test_v10_leftover_classes_take_back_only_the_persons_line(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale
+
+
+def test_a_favourite_restated_in_chinese_naming_the_thing_in_latin_letters_is_the_same_favourite():
+    content = "- The user's favorite dessert is Tiramisu.\n"
+    assert restated_line("甜点里用户最爱的还是那个，就是Tiramisu。", content) == content.strip()
+    assert restated_line("甜点里用户最爱的还是那个，就是Pavlova。", content) is None

@@ -1081,3 +1081,41 @@ def test_more_said_without_a_subject(message: str, decision: str, fact: str | No
 def test_later_parts_and_parts_set_apart_by_spaces(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # A place bought, a line of work at a named place, a change from a day on.
+        ("I finally bought a flat in Celje", "UPDATE_USER", "Finally bought a flat in Celje."),
+        ("we bought a place in Ptuj", "UPDATE_USER", "Bought a place in Ptuj."),
+        (
+            "From next month I'm doing logistics at Pivka d.o.o.",
+            "UPDATE_USER",
+            "Is doing logistics at Pivka d.o.o from next month.",
+        ),
+        ("I'm doing dinner at Mario's tonight", "NO_WRITE", None),
+        ("I'm doing well at Acme", "NO_WRITE", None),
+        # A favourite with the "is" left out; a colon for it.
+        ("My favourite drink probably Earl Grey", "UPDATE_USER", "The user's favourite drink is probably Earl Grey."),
+        ("my fav band: Wilco", "UPDATE_USER", "The user's fav band is Wilco."),
+        ("My favourite band just released an album", "NO_WRITE", None),
+        # Who someone was to the user, and where; a move in with someone, said without "I".
+        ("Ana was my teacher at Oxford", "UPDATE_MEMORY", "Ana was the user's teacher at Oxford."),
+        ("Moved in with my sister in Koper", "UPDATE_USER", "Moved in with their sister in Koper."),
+        # Days named without "every": a place or a class on them, with or without a verb.
+        ("swim tue/thu mornings", "UPDATE_USER", "Goes to swim tue/thu mornings."),
+        ("I go to the office mon and wed", "UPDATE_USER", "Goes to the office mon and wed."),
+        ("I go to the doctor tomorrow", "NO_WRITE", None),
+        ("Monday and Tuesday are busy", "NO_WRITE", None),
+        # Chinese: a line of work at an institution, a course signed up for, a thing put aside.
+        ("我现在在市医院做行政", "UPDATE_USER", "用户现在在市医院做行政。"),
+        ("我在公司做饭", "NO_WRITE", None),
+        ("我报名了一个陶艺班", "UPDATE_USER", "用户报名了一个陶艺班。"),
+        ("吉他先放一放", "UPDATE_USER", "用户暂停了吉他。"),
+        ("这个事先放一放", "NO_WRITE", None),
+    ],
+)
+def test_v10_leftover_classes(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
