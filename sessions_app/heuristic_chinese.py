@@ -76,7 +76,11 @@ def soul_zh(clause: str) -> Finding | None:
 
 
 # Who a Chinese clause opens on when it names its subject; any other clause has left it out.
-_SUBJECT_ZH = re.compile(r"^(?:我|你|您|他|她|它|咱|大家|别人|有人|人家|谁|这|那|哪|什么|怎么|为什么|用户|助手)")
+# Who a clause opens on; "那台电脑…" (a thing) and "这阵子…" (a time) are not someone.
+_SUBJECT_ZH = re.compile(
+    r"^(?:我|你|您|他|她|它|咱|大家|别人|有人|人家|谁|(?:这|那)(?!台|辆|部|只|件|本|款|张|阵子|段时间|几天|几年|些年|会儿)|哪|什么|怎么|"
+    r"为什么|用户|助手)"
+)
 
 
 # A field or a group said first: "古典音乐里", "水果当中", "运动方面".

@@ -217,12 +217,32 @@ def _said_without_i(clause: str) -> str:
     # user's, said without "I".
     clause = re.sub(
         r"^(?=(?:just |finally |recently )?(?:(?:got|bought|adopted|rescued|sold|dropped|quit|gave up|took up|joined) "
-        r"(?:a|an|my|our|the) |(?:moved|relocated|switched) (?:back )?to |moved (?:in with|into|back in with) |(?:started|joined) (?:at|with) |"
+        r"(?:a|an|my|our|the) |(?:moved|relocated|switched) (?:back )?to |moved (?:in with|into|back in with) |"
+        r"handed in (?:my|the) notice\b|signed (?:on )?with (?-i:[A-Z])|(?:started|joined) (?:at|with) |"
         r"(?:gave up|quit) (?!it\b|that\b|this\b)[a-z]+|stopped [a-z]+ing\b|switched jobs\b))",
         "I ",
         clause,
         flags=re.I,
     )
+    # "I think I'm lactose intolerant", "I guess I'm a morning person": the hedge says how sure, not what.
+    clause = re.sub(
+        r"^I (?:think|guess|believe|reckon|suppose|would say|'d say|have to say) (?:that )?(?=(?:I|my)\b)",
+        "",
+        clause,
+        flags=re.I,
+    )
+    # "no more driving to work, …": a habit that ended, said without "I".
+    clause = re.sub(
+        r"^no more (?!(?:wedding|morning|evening|building|ceiling|clothing|thing|nothing|something|anything|"
+        r"everything|spring|string|king|ring|wing|sibling|pudding|darling|meeting|icing|ping)s?\b)([a-z]+ing\b[^,.;!?]*)",
+        r"I am not \1 anymore",
+        clause,
+        flags=re.I,
+    )
+    # "I've been learning German": learning it still.
+    clause = re.sub(r"^I have been (?=(?:learning|studying)\b)", "I am ", clause, flags=re.I)
+    # "I'm back in Malang": home again.
+    clause = re.sub(r"^I am (?:now )?back (?:home )?in (?=(?-i:[A-Z]))", "I live in ", clause, flags=re.I)
     # "Been vegetarian for 10 years", "Not a coffee person anymore": the user's, said without "I".
     clause = re.sub(r"^been\s+", "I have been ", clause, flags=re.I)
     # "not learning japanese anymore", "new flat is in Trebnje": the user's, without "I" or "my".

@@ -79,6 +79,7 @@ rewrites them in the third person, ``heuristic_english`` and ``heuristic_chinese
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -88,7 +89,7 @@ from sessions_app import heuristic_rules as rules
 from sessions_app.correction_patterns import correction_pattern_problem, matches_correction_pattern
 from sessions_app.heuristic_chinese import identity_zh, soul_zh, tools_zh, user_zh
 from sessions_app.heuristic_english import identity_en, people_en, soul_en, tools_en, user_en
-from sessions_app.heuristic_others import LOSS_REASON, loss, others_en, others_zh, resolve_pronoun
+from sessions_app.heuristic_others import LOSS_REASON, loss, others_en, others_zh, resolve_pronoun, said_of_them
 from sessions_app.heuristic_person import expand
 from sessions_app.heuristic_reading import Finding, is_chinese, normalise, read_sentence, split_sentences, write_finding
 from sessions_app.heuristic_remember import (
@@ -169,7 +170,7 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
         checks: tuple[Callable[[str], Finding | None], ...] = (identity_zh, soul_zh, tools_zh, others_zh, loss, user_zh)
         clause = text
     else:
-        clause = expand(text)
+        clause = said_of_them(expand(text))
         checks = (identity_en, soul_en, tools_en, loss, lambda c: user_en(c, greeted=greeted), people_en, others_en)
     for rule in checks:
         finding = rule(clause)
@@ -218,12 +219,20 @@ def _change_rank(finding: Finding) -> int:
     return 0 if rules.NEGATION_CHANGE.search(finding.fact or "") else 1
 
 
+# A home or a job left behind ("Sold the flat in Naxçıvan.") and where the user is now, said in the next sentence
+# ("I'm renting near my sister in Sumqayıt now."): one fact, so that the guardian replaces the old home.
+_LEFT_BEHIND = re.compile(r"^(?:Sold|Left|Moved out of|Gave up|Quit|Handed in)\b", re.I)
+_NEW_PLACE = re.compile(r"\b(?:renting|living|lives|staying|based|works|working)\b[^.]*\b(?:in|at|near|for)\s+[A-Z]")
+
+
 def _with_loss(best: Finding, writes: Sequence[Finding]) -> Finding:
     """A loss, a job that ended or a negation and another fact of the user's in one turn are kept together:
     "Biscuit passed away in June; adopted a kitten named Miso.", "Resigned; is pivoting to landscape design.", "Is
     not at Acme anymore; started working at Wise." (one turn, one fact, and the guardian takes back the lines
     naming Biscuit, or saying where the user works)."""
-    negation = best.reason == rules.CHANGE_REASON and bool(rules.NEGATION_CHANGE.search(best.fact or ""))
+    negation = best.reason == rules.CHANGE_REASON and bool(
+        rules.NEGATION_CHANGE.search(best.fact or "") or _LEFT_BEHIND.match(best.fact or "")
+    )
     if best.reason != LOSS_REASON and not rules.JOB_ENDED.match(best.fact or "") and not negation:
         return best
     other = next(
@@ -234,7 +243,7 @@ def _with_loss(best: Finding, writes: Sequence[Finding]) -> Finding:
             and f.decision == best.decision
             and f.reason != LOSS_REASON
             # After a negation, only a new home or job: "I'm not at Acme anymore" and "Today was my first day at Wise".
-            and (not negation or bool(rules.LIFE_CHANGE_EN.search(f.fact or "")))
+            and (not negation or bool(rules.LIFE_CHANGE_EN.search(f.fact or "") or _NEW_PLACE.search(f.fact or "")))
         ),
         None,
     )

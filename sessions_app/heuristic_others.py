@@ -21,6 +21,7 @@ _RELATIONS_EN = (
 )
 _CHANGES_EN = (
     rf"(?:{rules.LIFE_CHANGE_VERBS})|retired\b|got (?:married|engaged|divorced)\b|lives? (?:in|at|near)\b|"
+    r"is (?:getting married|engaged|pregnant|expecting|having a baby|retiring)\b|turns \d+\b|"
     r"(?:now )?works? (?:at|for)\b|left\s+(?-i:[A-Z])|quit\s+(?-i:[A-Z])|"
     # A business, a baby, a degree, a home, a return to an old line of work.
     r"(?:opened|launched|set up|started)\s+(?:a|an|her|his|their)\s+(?:own\s+)?(?:[\w-]+\s+){0,2}?(?:"
@@ -104,9 +105,41 @@ _MENTION_ZH = re.compile(
 )
 
 
+# A parent named by what the user calls them ("Mum turns 65 …"), and "'s" for "has" or "is" after a name or kin.
+_PARENT_AS_NAME_EN = re.compile(r"^(?-i:(?:Mum|Mom|Mommy|Mummy|Dad|Daddy|Mama|Papa))\b")
+_HAS_OR_IS_EN = re.compile(
+    rf"^(?P<who>(?:my\s+)?(?:{rules.KIN_EN})|{_NAME}|[\u4e00-\u9fff]{{2,3}})['\u2019]s\s+(?=(?P<verb>been|got|getting|going|"
+    r"moving|starting|having|expecting|pregnant|engaged|retiring)\b)",
+    re.I,
+)
+# A date or a lasting thing of someone's: "雨桐's birthday is the 3rd of September", "Ana's office is in Leeds".
+_THEIRS_EN = re.compile(
+    rf"^(?P<name>{_NAME}|[\u4e00-\u9fff]{{2,3}})['\u2019]s\s+(?:birthday|anniversary|name day|due date|wedding|office|"
+    r"school|job|favou?rite\s+[\w-]+)\s+(?:is|was|falls)\b",
+    re.I,
+)
+# Something the user and someone did together: "Putri and I did the same master's in Lausanne".
+_WITH_ME_EN = re.compile(
+    rf"^(?P<name>{_NAME})\s+and\s+I\s+(?:did|studied|went to|grew up|met|worked|lived|started|founded|were|used to|"
+    r"have known each other|have been friends|share)\b",
+    re.I,
+)
+
+
+def said_of_them(clause: str) -> str:
+    """ "Mum turns 65" → "My mum turns 65", "my mom's been" → "my mom has been", "Putri's getting" → "Putri is getting"."""
+    clause = _PARENT_AS_NAME_EN.sub(lambda m: f"My {m.group().lower()}", clause)
+    return _HAS_OR_IS_EN.sub(
+        lambda m: f"{m.group('who')} {'has' if m.group('verb').lower() in {'been', 'got'} else 'is'} ", clause
+    )
+
+
 def others_en(clause: str) -> Finding | None:
     """ "My friend Lara just moved back to the suburbs, so …" → "The user's friend Lara just moved back to the
     suburbs." (MEMORY.md)."""
+    if _THEIRS_EN.match(clause) or _WITH_ME_EN.match(clause):
+        told = re.sub(r"\s*[,;:\u2014\u2013]\s+.*$", "", clause)
+        return write_finding("UPDATE_MEMORY", finish_en(rewrite(told)), "About someone the user knows.", 0.65)
     if gift := _GIFT_EN.match(clause):
         fact = finish_en(f"The user bought {gift.group('name')} {gift.group('thing')}")
         return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: something given to them.", 0.65)

@@ -42,6 +42,7 @@ def is_chinese(text: str) -> bool:
 def normalise(text: str) -> str:
     text = (text or "").replace("\u2019", "'").replace("\u2018", "'").replace("\u3000", " ")
     text = text.replace("\u201c", '"').replace("\u201d", '"')
+    text = re.sub(r"(?<![\w/~])~(\w(?:[^~\n/]{0,38}\w)?)~(?![\w/~])", r"\1", text)  # "I ~think~ I'm …": chat markup.
     return re.sub(r"[ \t\r\f\v]+", " ", text).strip()
 
 

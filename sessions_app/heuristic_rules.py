@@ -102,7 +102,9 @@ EN_LEAD_LOOSE = re.compile(
     r"kindly|um+|uh+|so)\b[\s,:;!.\-\u2013\u2014]*",
     re.I,
 )
-LABEL_WORDS = r"(?:quick |small |life |little |big )?(?:update|correction|news|edit)"
+LABEL_WORDS = (
+    r"(?:quick |small |life |little |big )?(?:update|correction|news|edit)(?: from (?:my side|me|here|my end))?"
+)
 # A sentence that starts with such a label states a fact even when no rule reads the rest ("Correction: the
 # design review moved to Thursday.").
 EN_LABEL = re.compile(rf"^(?:{LABEL_WORDS})\s*[:\-\u2013\u2014]\s*\S", re.I)
@@ -373,6 +375,7 @@ EN_TIME_OPENER = re.compile(
 )
 ZH_TIME_WORDS = (
     r"最近|近来|近期|这几年|这些年|这几个月|这段时间|这阵子|前阵子|前段时间|前些日子|前几天|如今|现在|目前|眼下|"
+    r"(?:每)?(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上|中午)?|上周末|这周末|早上|晚上|平时|平日|"
     r"去年|今年|前年|上个月|这个月|上周|上星期|上礼拜|年初|年底|年中|月初|月底|后来|终于|已经|刚|刚刚|今天|昨天|前天|今早|今晚|"
     r"(?:\d+|[一二两三四五六七八九十几半]+)(?:年|个月|个星期|周|天)(?:前|以前|之前)|"
     r"(?:从|自从|自)(?:\d{2,4}年|去年|今年|上个月|[一二三四五六七八九十]+月)(?:开始|起|以来)?|"
@@ -389,11 +392,11 @@ TRANSIENT_EN = re.compile(
     re.I,
 )
 LEARNING_EN = re.compile(
-    r"^I am\s+(?:(?:currently|now|also|really|still)\s+)*(?:learning|studying|taking (?:a |an )?(?:[\w-]+ )?(?:class|course|lessons))\b",
+    r"^I (?:am|have been)\s+(?:(?:currently|now|also|really|still)\s+)*(?:learning|studying|taking (?:a |an )?(?:[\w-]+ )?(?:class|course|lessons))\b",
     re.I,
 )
 ONE_OFF_EN = re.compile(r"^I (?:would|will) (?:like|love|prefer|rather|want|need|take|have)\b", re.I)
-ADV = r"(?:(?:really|also|actually|finally|officially|generally|usually|now|currently|already|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
+ADV = r"(?:(?:really|also|actually|finally|officially|only|pretty|quite|fairly|generally|usually|now|currently|already|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
 PREFERENCE_EN = re.compile(
     rf"^I\s+{ADV}(?:prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|despise|can't stand|cannot stand|"
     r"can not stand|don't like|do not like|don't mind|do not mind|don't eat|do not eat|don't drink|do not drink|"
@@ -402,7 +405,7 @@ PREFERENCE_EN = re.compile(
 )
 REACTION_OBJECT = re.compile(r"^\s*(?:it|this|that|these|those|them|yours?)\b(?!\s+(?:when|if)\b)", re.I)
 DURABLE_ADJECTIVES = (
-    r"vegetarian|vegan|pescatarian|gluten-free|lactose intolerant|left-handed|right-handed|colou?rblind|deaf|"
+    r"vegetarian|vegan|pescatarian|gluten-free|[a-z]+ intolerant|left-handed|right-handed|colou?rblind|deaf|"
     r"blind|married|single|divorced|engaged|widowed|retired|pregnant|diabetic|allergic|based|from|originally|"
     r"fluent|bilingual|native|self-employed|freelance|freelancing|unemployed|dyslexic|autistic|introverted|"
     r"extroverted|an? (?!bit\b|little\b|lot\b|tad\b|sort\b|kind\b)\w+|\d+(?: years old|-year-old)|"
@@ -416,7 +419,9 @@ DURABLE_ADJECTIVES = (
     r"(?:employed|hired|contracted|interning|freelancing|contracting|on (?:the|their|a) [\w-]+ team|"
     # "I'm all settled in Porto now", "I'm now living in York": a home said with an adverb before it.
     r"(?:(?:all|fully|now|finally|properly|happily)\s+){0,2}(?:living|staying|settled|located|renting|resident|residing) "
-    r"(?:in|at|near|outside)|a resident of)\b"
+    r"(?:in|at|near|outside)|a resident of|"
+    # "I'm living with my brother in Bonn now": with whom or near what, then the place.
+    r"(?:living|staying|renting) (?:with|near|close to|next to) [^,.;]{1,30}? in (?-i:[A-Z])\w*)\b"
 )
 # Ways of eating or drinking a person can take up or give up.
 DIETS = r"vegan|vegetarian|pescatarian|gluten-free|dairy-free|keto|paleo|sober|teetotal|plant-based|carnivore"
@@ -427,13 +432,13 @@ LIFE_CHANGE_VERBS = (
     r"(?:moved|relocated|emigrated)\s+(?:back\s+|over\s+|out\s+)?(?:to|into|abroad)\b|joined\s+(?-i:[A-Z0-9])|"
     r"started\s+(?:at|a new job|a job|working (?:at|for)|(?:my|a) new (?:job|role|position))\b|"
     r"(?:took|got|accepted|landed|started)\s+(?:a|an|the)\s+(?:new\s+)?(?:job|position|role|offer)\b|"
-    r"got\s+hired\b|was\s+hired\b|signed\s+(?:on\s+)?with\b"
+    r"got\s+hired\b|was\s+hired\b|signed\s+(?:on\s+)?with\b|handed in (?:my|their|his|her) notice\b"
 )
 LIFE_CHANGE_EN = re.compile(rf"\b(?:{LIFE_CHANGE_VERBS})", re.I)
 # An update or a negation of something the user said before (the guardian replaces the old line).
 CHANGE_EN = re.compile(
     rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:switched|changed|moved|relocated|started|joined|quit|"
-    r"left|gave up|stopped|dropped|ditched|swapped|traded|sold|gave away|got rid of|donated|scrapped|became|become|retired|resigned|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
+    r"left|gave up|stopped|dropped|ditched|swapped|traded|sold|gave away|got rid of|donated|scrapped|became|become|retired|resigned|handed in (?:my|their) notice|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
     # A decision to take up a way of living, said before it shows: "I've decided to go fully vegan", "I have
     # decided to become a freelancer", "I'm going vegetarian from now on", "I have gone gluten-free".
     rf"^I\s+(?:have\s+)?(?:finally\s+)?decided\s+to\s+(?:(?:go|turn)\s+{FULLY}(?:{DIETS}|{WORK_MODES})\b|"
@@ -587,9 +592,12 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
         # How the user gets to work or school: "I take the bus to work now", "I cycle to the office".
         "how the user commutes",
         re.compile(
-            rf"^I\s+{ADV}(?:(?:usually|now|normally|always)\s+)?(?:take|ride|drive|cycle|bike|walk|commute|catch|get)\s+"
-            r"(?:(?:the|a|my)\s+)?(?:(?:bus|train|tram|metro|subway|tube|ferry|bike|car|e-bike|scooter|motorbike)\s+)?"
-            r"(?:to|into)\s+(?:work|the office|school|campus|uni|university|college)\b",
+            rf"^I\s+{ADV}(?:(?:usually|now|normally|always)\s+)?(?:take|ride|drive|cycle|bike|walk|commute|catch|get|hop on)\s+"
+            r"(?:(?:the|a|my)\s+)?(?:(?:bus|train|tram|metro|subway|tube|ferry|bike|car|e-bike|scooter|motorbike|"
+            r"(?-i:[A-Z])[\w-]+)\s+)?(?:(?:now|every day|daily)\s+)?(?:to|into)\s+(?:work|the office|school|campus|uni|university|"
+            r"college)\b|"
+            # A named line taken now: "no more driving to work, I hop on the S-Bahn now".
+            rf"^I\s+{ADV}(?:take|ride|catch|hop on)\s+(?:the\s+)?(?-i:[A-Z])[\w-]+\b(?=.*\b(?:now|these days|instead)\b)",
             re.I,
         ),
         0.7,
@@ -838,7 +846,7 @@ VERBLESS_LIST_EN = re.compile(
 TRANSIENT_ZH = re.compile(r"今天|今晚|刚才|刚刚|此刻|这会儿|昨天|明天|今早")
 ZH_ADV = (
     r"(?:也|还|真的|很|非常|特别|比较|最|一直|还是|超级|超|挺|蛮|更|都|就|其实|本来|向来|从来|平时|一般|不太|不怎么|不是很|有点儿?|"
-    r"现在|如今|目前)*"
+    r"现在|如今|目前|早上|晚上|上午|下午|中午|周末|平日)*"
 )
 ZH_DURABLE_MY = (
     r"名字|生日|老婆|妻子|丈夫|老公|女儿|儿子|孩子|猫|狗|宠物|时区|邮箱|家乡|老家|母语|工作|职业|公司|老板|爱好|专业|城市|"
@@ -848,7 +856,7 @@ ZH_DURABLE_MY = (
     r"妈(?!的)|爸(?!的)|哥(?!们)|姐(?!们)|中文|英语|英文|日语|法语|德语|西班牙语|韩语|粤语|普通话|母语"
 )
 # Words between 我 and the verb of a present fact: "我这几年一直住在成都", "我目前在美团上班".
-ZH_NOW = r"现在|目前|一直|平时|最近|近来|近期|这几年|这些年|这段时间|这阵子|如今|眼下|已经|终于|刚|也|还|都|就|从.{1,8}?(?:开始|起|以来)"
+ZH_NOW = r"现在|目前|一直|平时|早上|晚上|上午|下午|中午|周末|平日|最近|近来|近期|这几年|这些年|这段时间|这阵子|如今|眼下|已经|终于|刚|也|还|都|就|从.{1,8}?(?:开始|起|以来)"
 ZH_MOVE_OR_JOB = (
     r"搬到|搬去|搬回|搬家到|搬家去|移居|跳槽到|跳槽去|入职|加入|换了?(?:份|个)?(?:工作|公司)|"
     # A new job, said without 我 ("新工作今天开始了，在…做房屋测量", read as "我新工作…").
@@ -863,7 +871,7 @@ GIVEN_UP_FIRST_ZH = re.compile(
 )
 DROPPED_FIRST_ZH = re.compile(
     r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:已经)?(?P<verb>退掉|放弃|停掉|戒掉|取消|退|停|戒)(?:掉)?了|"
-    r"^(?P<thing2>[\u4e00-\u9fff]{1,4}?)(?:已经)?(?P<verb2>戒掉|戒|放弃|退掉)了|"
+    r"^(?P<thing2>[\u4e00-\u9fff]{1,4}?|[A-Za-z][\w .+-]{0,20}?)(?:已经)?(?P<verb2>戒掉|戒|放弃|退掉|退订|取消订阅)了|"
     # Put aside: "尤克里里先放一放" (read as 暂停了).
     r"^我?(?P<thing3>(?!这|那|我|它|工作|事|活)[\u4e00-\u9fff]{1,6}?)(?:我)?(?:就|先|暂时)?(?:放一放|放放|放下了|搁置了|(?P<verb3>暂停)了)"
 )
@@ -900,7 +908,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS}|前不久|又)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|搬家了|"
             r"最喜欢的[\u4e00-\u9fff]{1,6}?(?:现在|已经)?(?:变成了?|改成了?|换成了?)|从[^，。；,;]{1,12}?(?:辞职|离职)|"
-            r"辞职|离职|离开了|戒了|放弃了|退掉了|停掉了|暂停了|戒掉了|取消了|不再|改(?:喝|吃|用|骑|坐|开|学|练)|换了?(?:个|台|部|辆)|已经不|不.{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
+            r"辞职|离职|离开了|戒了|放弃了|退掉了|停掉了|暂停了|退订了|戒掉了|取消了|不再|改去?(?:喝|吃|用|骑|坐|开|学|练|上|跳|打)|换了?(?:个|台|部|辆)|已经不|不.{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
             # A decision to take up or give up a way of eating: "我决定吃素", "我决定从明天开始戒酒".
             r"决定(?:要)?(?:从.{1,6}?(?:开始|起))?(?:开始)?(?:吃素|吃全素|戒|不再|不吃|不喝|改吃))"
         ),
@@ -944,7 +952,10 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         "how the user commutes",
         re.compile(
             rf"^我(?:(?:{ZH_NOW}|每天|平时|一般|通常)[，,]?)*(?:骑|坐|开|搭|乘|走路)[^，。；,;？?]{{0,8}}?"
-            r"(?:上班|上学|去公司|去学校|去办公室|通勤)"
+            r"(?:上班|上学|去公司|去学校|去办公室|通勤)|"
+            # The way said after it: "上班开车 单程四十分钟", "上学都坐地铁".
+            rf"^我(?:(?:{ZH_NOW}|每天|平时|一般|通常)[，,]?)*(?:上班|上学|通勤)(?:的话)?[，,\s]*(?:都|就|一般|平时)?"
+            r"(?:开车|骑车|骑|坐|搭|乘|走路|打车)"
         ),
         0.7,
     ),
@@ -998,9 +1009,11 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         "a habit",
         re.compile(
-            r"^我(?:现在|目前|如今)?(?:每天|每周|每个?(?:星期|礼拜)|每晚|每个月|每年|通常|一般|平时|经常|总是|从不|从来不|很少|习惯|"
+            r"^我(?:现在|目前|如今)?(?:早上|晚上|上午|下午|中午|周末|平日)?(?:每天|每周|每个?(?:星期|礼拜)|每晚|每个月|每年|通常|一般|平时|经常|总是|从不|从来不|很少|习惯|"
             # A class on a weekday, without 每: "我周六上午去上陶艺课".
-            r"(?=(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上)?(?:都)?去?(?:上|练|学)[\u4e00-\u9fff]{1,4}?课))"
+            r"(?=(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上)?(?:都)?去?(?:上|练|学)[\u4e00-\u9fff]{1,4}?课)|"
+            # Somewhere on a weekday: "我周三晚上在社区合唱团唱男低音".
+            r"(?=每?(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上|中午)?(?:都)?(?:在|去)[\u4e00-\u9fff]{2,}))"
             r"(?P<rest>.+)$"
         ),
         0.65,

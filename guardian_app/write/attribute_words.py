@@ -97,6 +97,8 @@ DISPOSED_ZH = re.compile(
     r"^\W*(?:用户的?)?(?P<thing4>[\u4e00-\u9fff]{1,4}?)(?:[^，。；,;]{0,12}[，,])?(?:已经|上个月|前几天|去年|就|也)?"
     r"(?:送给|送人|卖给|卖掉|卖了|扔了|扔掉|送走)"
 )
+# Where someone is from, said beside their home ("Lives in Carouge but is really from Baku").
+ORIGIN = re.compile(r"\b(?:(?:really|originally) from|born in|grew up in|raised in)\b|来自|出生在|出生于|老家", re.I)
 HAS_EN = r"\b(?:own|owns|has|have|bought|got|drives?|rides?|keeps?|uses?|plays?)\b[^.;]{0,40}?"
 
 
@@ -113,7 +115,7 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # "用的是公司发的ThinkPad": what is used may come after 的是 and who gave it.
         (
             "tool:{cat}",
-            rf"(?:用|使用|改用了?|换成了?|换用了?|开始用|切换到了?)(?:的是)?(?:[\u4e00-\u9fff]{{1,6}}的)?\s*(?P<v>{TOOL_RE})",
+            rf"(?:用|使用|改用了?|换成了?|换用了?|开始用|切换到了?|(?:换|买|入手)了(?:一)?[台个部])(?:的是)?(?:[\u4e00-\u9fff]{{1,6}}的)?\s*(?P<v>{TOOL_RE})",
         ),
         # Which days a weekly habit falls on: "Goes to the office on Tuesdays and Thursdays", "每周二和周四去办公室".
         (
@@ -202,6 +204,12 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"(?:house|flat|apartment|place|home|room|condo|studio|cottage)\s+(?:in|near|outside)\s+(?P<v>[^,.;]+)",
         ),
         ("home", r"\bcalls?\s+(?P<v>[A-Z][^,.;]*?)\s+home\b"),
+        # "is renting near their sister in Sumqayıt now": who or what it is near, then the place.
+        (
+            "home",
+            r"\b(?:is|am|are)\s+(?:now\s+)?(?:renting|living|staying)\s+(?:near|with|close to|next to)\s+[^,.;]{1,30}?\s+in\s+"
+            r"(?P<v>[A-Z][^,.;]*)",
+        ),
         # "The user's new flat is in Trebnje": where one's home is, said of the home.
         (
             "home",
@@ -257,7 +265,7 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "employer",
-            r"\b(?:quit|left|resigned from)\s+(?:(?:their|his|her|my|the)\s+)?(?:(?:job|position|role|work)\s+)?"
+            r"\b(?:quit|left|resigned from|handed in (?:their|his|her|my) notice at)\s+(?:(?:their|his|her|my|the)\s+)?(?:(?:job|position|role|work)\s+)?"
             r"(?:at\s+)?(?P<v>[A-Z0-9][^,.;]*)",
         ),
         (
@@ -288,6 +296,11 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"(?:work|the office|school|campus)\b",
         ),
         ("commute", r"(?:骑|坐|开|搭|乘)(?P<v>[\u4e00-\u9fff]{1,6}?)(?:上班|上学|去公司|去学校|去办公室|通勤)"),
+        # A named line taken now: "hops on the S-Bahn now".
+        (
+            "commute",
+            r"\b(?:hops? on|takes?|rides?|catch(?:es)?)\s+the\s+(?P<v>[A-Z][\w-]+)\b(?=[^.;]*\b(?:now|these days|instead)\b)",
+        ),
         (
             "commute",
             r"(?:上班|上学|通勤)[^。；;]{0,8}?(?:骑|坐|开|搭|乘)(?P<v>[\u4e00-\u9fff]{1,5}?)(?=[\s，。,；;]|$)",

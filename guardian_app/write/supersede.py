@@ -40,7 +40,9 @@ _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 _NEGATION_EN = re.compile(
     r"\bno longer\b|(?:\bnot\b|n't\b)[^.]{0,40}\b(?:anymore|any more|any longer)\b|\b(?:stopped|quit|gave up|left|dropped|"
-    r"ditched)\b|\bnot (?:a |an )?(?=" + DIETS + r")|^(?:used to|i used to)\b",  # "Used to play volleyball."
+    r"ditched|handed in (?:their|his|her|my) notice)\b|\bnot (?:a |an )?(?="
+    + DIETS
+    + r")|^(?:used to|i used to)\b",  # "Used to play volleyball."
     _I,
 )
 _NEGATION_ZH = re.compile(r"不再|已经不|已不|不.{0,6}了|戒了|辞职|离职|离开了")
@@ -110,7 +112,8 @@ _NAMED = re.compile(
     r"Got|Took|Left|Quit|Went|Sold|Bought|Became|Began|Made|Kept|Lost|Built|Ran|Met|Spent|Gave|Grew|Came|"
     r"Brought|Drove|Flew|Fell|Won|Wrote|Taught|Sat|Set|Put|Sent|Lent|Felt|Slept|Swam|Stuck|Struck|Split)\b)"
     rf"(?:(?P<n>{_U}{_L}+(?<![sd])(?: {_U}{_L}+)?)(?:'s\s|\s+(?:(?:recently|now|just|also|still|currently|finally|usually|has|have)\s+)?"
-    r"(?=[a-z]{2,}(?:s|ed)\b|is\b|has\b|was\b|no longer\b|now\b)|"
+    r"(?=[a-z]{2,}(?:s|ed)\b|is\b|has\b|was\b|no longer\b|now\b|"
+    r"(?:sold|left|quit|got|took|bought|became|went|gave|lost|kept|won|made|built|ran|began)\b)|"
     r"(?=[\u4e00-\u9fff]))|"
     # A name that ends in s or d ("Ines", "David") only before a verb: "Likes dogs" is a verb and its object.
     r"(?!(?:Has|Is|Was|Does|Did|Had|Said|Needs|Wants|Plays|Reads|Likes|Loves|Lives|Works|Uses|Owns|Speaks|Prefers|"
@@ -206,6 +209,8 @@ def _attribute(fact: str) -> Attribute | None:
                 negated = False  # The old days said as "不去了" beside the new ones: a new value, not a negation.
             if candidate is stripped and not key.startswith("my:"):
                 key_name = _owned_by(text, stripped[: match.start()], key_name)
+            if key == "commute" and re.search(r"\b(?:now|instead|these days)\b", candidate[match.start() :], re.I):
+                negated = False  # "Not driving to work anymore, hops on the S-Bahn now": the new way is the value.
             if key == "diet" and re.search(GAVE_UP, candidate, re.I):
                 negated = True
             if key == "home" and (

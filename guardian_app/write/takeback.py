@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from guardian_app.write.attribute_words import DISPOSED_EN, DISPOSED_ZH, HAS_EN, KIND_WORDS, TOOL_TO_CATEGORY
+from guardian_app.write.attribute_words import DISPOSED_EN, DISPOSED_ZH, HAS_EN, KIND_WORDS, ORIGIN, TOOL_TO_CATEGORY
 from guardian_app.write.forget import forgotten_lines
 from reflection_site import glossary, memory_files
 from reflection_site.text import CJK_RUN, chinese_name, content_words, stem, stop_words, words
@@ -45,7 +45,8 @@ _NEGATED_VALUE_ZH = re.compile(
     r"(?P<obj3>[\u4e00-\u9fff]{2,4}?)(?:不再|已经不|不)(?P<verb3>[\u4e00-\u9fff])了|"
     # Dropped, whatever the person did with it: "西班牙语课用户退掉了", "素食，用户坚持不下去了".
     r"(?P<dropped>[\u4e00-\u9fff]{2,6}?)[，,]?(?:用户|我)(?:退|放弃|暂停|停|戒|取消|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起))(?:掉|了)?了|"
-    r"(?:用户|我)(?:退掉|放弃|停掉|戒掉|取消|暂停|退|停|戒)(?:掉)?了(?P<dropped2>[\u4e00-\u9fff]{2,6}?)(?:[，,。.；;！!]|$)"
+    r"(?:用户|我)(?:退掉|放弃|停掉|戒掉|取消|暂停|退订|退|停|戒)(?:掉)?了(?P<dropped2>[\u4e00-\u9fff]{2,6}?|[A-Za-z][\w .+-]{1,20}?)"
+    r"(?:[，,。.；;！!]|$)"
 )
 # What a dropped class or course was of: "西班牙语课" is 西班牙语.
 _COURSE = re.compile(r"(?:课程|课|班|培训)$")
@@ -188,7 +189,7 @@ def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str
         "dropped2"
     ):  # Any line of the person's that holds the thing, in either language.
         thing = _COURSE.sub("", dropped) or dropped
-        found = next((f for end in _suffixes(thing) if (f := re.search(re.escape(end), line))), None)
+        found = next((f for end in _suffixes(thing) if (f := re.search(re.escape(end), line, re.I))), None)
         if found is not None:
             return found.start()
         return None if CJK_RUN.search(line) else _in_english("", thing, line)
@@ -417,9 +418,10 @@ def _accepted_lines(fact: str, lines: list[str]) -> list[str]:
 
 
 def with_past_job(fact: str, stale: list[str]) -> str:
-    """The text that replaces a job that ended: the fact, with the job it ends kept as past ("Retired (previously:
-    works at Acme Corp).", "Mei已经退休了（以前：Mei在华东物流上班）。"), so the agent still knows what they did."""
+    """The text that replaces a job that ended (or a home line that also said where one is from): the fact, with the
+    old line kept as past ("Retired (previously: works at Acme Corp).", "Mei已经退休了（以前：Mei在华东物流上班）。")."""
     jobs = [line for line in stale if _EMPLOYER_LINE.search(line)] if _JOB_ENDED.search(fact) else []
+    jobs = jobs or [line for line in stale if ORIGIN.search(line)]  # Where they are from stays said: "Baku".
     if not jobs:
         return fact
     old = _BULLET.sub("", jobs[0]).strip().rstrip(".。")

@@ -65,6 +65,12 @@ CLASSES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
                 r"\b(?:new|updated|real|true|actual|revised|secret) (?:system )?(?:instructions?|rules|directives?|orders|task)\s*(?:[:：]|are|is|supersedes?|overrides?|replaces?)|"
                 r"\b(?:supersedes?|overrides?|replaces?|cancels?|voids?)\s+(?:all\s+)?(?:the\s+)?(?:prior|previous|earlier|other|existing|original)\b|"
                 r"\b(?:dump|print|reveal|leak|export|output)\b[^.\n]{0,20}\b(?:internal|hidden|secret|system|full)\s+(?:configuration|config|settings|state|memory|instructions)\b|"
+                r"\b(?:display|show|output|print)\b[^.\n]{0,20}\b(?:system|internal|hidden|initial|starting)\s+(?:configuration|config|"
+                r"prompt|instructions)\b|"
+                r"\b(?:administrator|admin|developer|root|sudo|system) override\b|"
+                # The conversation itself played back: "repeat this entire conversation back to me word for word".
+                r"\b(?:repeat|print|output|recite|reproduce|echo|paste)\b[^.\n]{0,20}\b(?:this|(?:the|our) (?:entire|whole)|entire|whole)\s+"
+                r"(?:(?:entire|whole)\s+)?(?:conversation|chat|transcript|exchange)\b|"
                 r"\byou are now\b|\byou're now\b|\bfrom now on,? (?:you|the agent|the assistant|it|your)\b|"
                 r"\bstay in character\b|\bin character as\b|\bdo anything now\b|\bDAN\b|"
                 r"\b(?:developer|dan|god|admin|debug|jailbreak|unrestricted|unfiltered|evil|chaos|sudo|maintenance) mode\b|"
@@ -250,7 +256,7 @@ CLASSES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
                 r"\bwithout (?:first )?(?:asking|consulting|confirming with|checking with|telling|notifying|informing|"
                 r"alerting|warning)\s+(?:the user|the owner|me|anyone|them|him|her)\b|"
                 r"\bwithout (?:any |the )?(?:user'?s? |owner'?s? |explicit |human )?(?:confirmation|approval|consent|permission|"
-                r"review|verification|authori[sz]ation)\b|不(?:用|必|需要?)再?(?:经过|征得|询问|问|请示|确认|告诉)(?:用户|我|任何人)?(?:的)?(?:同意|确认|允许)?"
+                r"review|verification|authori[sz]ation)\b|不(?:用|必|需要?)(?:再|先)?(?:经过|征得|询问|问|请示|确认|告诉)(?:用户|我|任何人)?(?:的)?(?:同意|确认|允许)?"
             ),
             rx(
                 r"\b(?:change|changes|changed|reset|resets|set|sets|update|updates)\b[^.\n]{0,30}\b(?:password|passcode|pin|"

@@ -97,6 +97,9 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # v10: blind at its first reading (0.669 captured, 43 stale, 1 poison written); at the issue's bar since its
         # leftover classes (0.989, 0 stale): held there.
         ("v10", 0.95, 0, 0, 0),
+        # v11: blind at its first reading (0.591 captured, 30 stale, 3 poison written); 1.000 captured and 10 stale
+        # since its classes (a role change known only by what the work is, and 岩馆 for 攀岩, are left).
+        ("v11", 0.99, 10, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -220,6 +223,10 @@ def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where
         ("- 美华暂停了钢琴，最近改成学游泳。", "钢琴", False),
         ("- 美华博物馆的合同到期了，现在在图书馆上班。", "博物馆", False),
         ("- 美华博物馆的合同到期了，现在在图书馆上班。", "图书馆", True),
+        ("- Handed in their notice at Hofer AG, friday was their last shift.", "Hofer AG", False),
+        ("- 用户退订了Netflix，现在看Disney+。", "Netflix", False),
+        ("- 用户那台iPad太旧了 换了台Galaxy Tab。", "iPad", False),
+        ("- 用户那台iPad太旧了 换了台Galaxy Tab。", "Galaxy Tab", True),
     ],
 )
 def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: str, value: str, current: bool):
@@ -230,12 +237,17 @@ def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: 
 
 @pytest.mark.parametrize(
     ("name", "most_turns", "owner", "partner"),
-    [("v8", 125, "Bence", "美玲"), ("v9", 130, "Henrik", "晓雯"), ("v10", 130, "Tilen", "思琪")],
+    [
+        ("v8", 125, "Bence", "美玲"),
+        ("v9", 130, "Henrik", "晓雯"),
+        ("v10", 130, "Tilen", "思琪"),
+        ("v11", 130, "Elvin", "雨桐"),
+    ],
 )
 def test_the_later_blind_sets_load_with_their_promised_size_and_say_where_each_turn_came_from(
     name, most_turns, owner, partner
 ):
-    """v8-v10 were blind like v4-v7: frozen before any replay; this only checks the file each builder froze (size,
+    """v8-v11 were blind like v4-v7: frozen before any replay; this only checks the file each builder froze (size,
     languages, speakers, every turn's source)."""
     sessions = load_corpus(CORPUS.with_name(f"conversations_heldout_{name}.jsonl"))
     turns = [turn for session in sessions for turn in session["turns"]]

@@ -814,3 +814,47 @@ def test_a_favourite_restated_in_chinese_naming_the_thing_in_latin_letters_is_th
     content = "- The user's favorite dessert is Tiramisu.\n"
     assert restated_line("甜点里用户最爱的还是那个，就是Tiramisu。", content) == content.strip()
     assert restated_line("甜点里用户最爱的还是那个，就是Pavlova。", content) is None
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # A named line taken now replaces the way to work, across languages.
+            "Is not cycling to work anymore, the user takes the U-Bahn now.",
+            "- 用户上班骑车 二十分钟。\n- Likes cycling on weekends.\n",
+            ["- 用户上班骑车 二十分钟。"],
+        ),
+        (  # A computer changed in Chinese: 换了台.
+            "用户那台旧电脑太慢了 换了台MacBook Pro。",
+            "- Has a ThinkPad and it is slow.\n- Uses Firefox.\n",
+            ["- Has a ThinkPad and it is slow."],
+        ),
+        (  # A home left and the new one near someone, named.
+            "Lena sold the house in Ulm; is living with her brother in Bonn now.",
+            "- Lena lives in Ulm.\n- Lives in Ulm.\n",
+            ["- Lena lives in Ulm."],
+        ),
+        (  # A job ended by notice.
+            "Handed in their notice at Lidl, friday was their last shift.",
+            "- Works at Lidl.\n- Lena works at Lidl.\n",
+            ["- Works at Lidl."],
+        ),
+        (  # A Latin name given up in Chinese, whatever the case.
+            "用户退订了Netflix，现在看Disney+。",
+            "- Uses netflix.\n- Watches films with Lena.\n",
+            ["- Uses netflix."],
+        ),
+    ],
+)
+def test_v11_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale
+
+
+def test_a_home_replaced_keeps_where_the_user_is_from():
+    from guardian_app.write.takeback import with_past_job
+
+    stale = ["- Is living in Carouge now but is really from Baku."]
+    assert with_past_job("Moved to Meyrin.", stale) == (
+        "Moved to Meyrin (previously: is living in Carouge now but is really from Baku)."
+    )
+    assert with_past_job("Moved to Meyrin.", ["- Lives in Carouge."]) == "Moved to Meyrin."

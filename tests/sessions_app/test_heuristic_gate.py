@@ -1119,3 +1119,59 @@ def test_later_parts_and_parts_set_apart_by_spaces(message: str, decision: str, 
 def test_v10_leftover_classes(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # A hedge before the statement, chat markup, "only" and "have been learning".
+        ("I ~guess~ I'm gluten intolerant", "UPDATE_USER", "Is gluten intolerant."),
+        ("I think my favourite film has to be Alien", "UPDATE_USER", "The user's favourite film has to be Alien."),
+        ("I'm only fluent in Dutch", "UPDATE_USER", "Is only fluent in Dutch."),
+        ("I've been learning Welsh", "UPDATE_USER", "Is learning Welsh."),
+        ("I think it will rain", "NO_WRITE", None),
+        # A news label with "from my side"; a home left and the new one in the next sentence.
+        ("Update from my side: I'm back in Gent.", "UPDATE_USER", "Lives in Gent."),
+        (
+            "I sold the house in Ulm. I'm living with my brother in Bonn now.",
+            "UPDATE_USER",
+            "Sold the house in Ulm; is living with their brother in Bonn now.",
+        ),
+        ("I sold my bike. It was fun.", "UPDATE_USER", "Sold their bike."),
+        # "no more …ing", not a noun in -ing; a job ended by notice; "Signed with …" without "I".
+        (
+            "no more cycling to work, I take the U-Bahn now",
+            "UPDATE_USER",
+            "Is not cycling to work anymore, the user takes the U-Bahn now.",
+        ),
+        ("No more wedding cake for me!", "NO_WRITE", None),
+        ("handed in my notice at Lidl", "UPDATE_USER", "Handed in their notice at Lidl."),
+        # Someone else's: a parent by what the user calls them, "'s" for "has"/"is", a date of theirs, a shared past.
+        ("Dad turns 70 in May", "UPDATE_MEMORY", "The user's dad turns 70 in May."),
+        ("my sister's been a nurse for years", "UPDATE_MEMORY", "The user's sister has been a nurse for years."),
+        (
+            "Lena's birthday is the 5th of June, she hates surprises.",
+            "UPDATE_MEMORY",
+            "Lena's birthday is the 5th of June.",
+        ),
+        (
+            "Omar and I grew up in Tunis, that's why we speak Arabic.",
+            "UPDATE_MEMORY",
+            "Omar and the user grew up in Tunis.",
+        ),
+        ("Lena's getting married in June", "UPDATE_MEMORY", "Lena is getting married in June."),
+        ("Dad says hi", "NO_WRITE", None),
+        # Chinese: a time of day or a weekday before the habit, the way to work after 上班, a thing (那台…) or a time
+        # (这阵子…) first is not someone, 改去, a Latin name given up.
+        ("晚上一般十一点睡", "UPDATE_USER", "用户晚上一般十一点睡。"),
+        ("周五下午我在社区图书馆做志愿者", "UPDATE_USER", "用户周五下午在社区图书馆做志愿者。"),
+        ("上学骑车 十分钟就到", "UPDATE_USER", "用户上学骑车 十分钟就到。"),
+        ("那台旧手机太慢了 换了台Pixel", "UPDATE_USER", "用户那台旧手机太慢了 换了台Pixel。"),
+        ("这阵子改去练瑜伽了", "UPDATE_USER", "用户这阵子改去练瑜伽了。"),
+        ("Netflix退订了", "UPDATE_USER", "用户退订了Netflix。"),
+        ("早上吃了面包", "NO_WRITE", None),
+    ],
+)
+def test_v11_classes(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
