@@ -104,7 +104,9 @@ def user_zh(clause: str) -> Finding | None:
     # "以前喜欢喝咖啡，现在改喝茶了", "博物馆的合同到期了，我现在在图书馆上班": the statement is in a later part (its own
     # 我, or none); the fact keeps the whole sentence.
     for part in later if found is None else ():
-        said = part if part.startswith("我") else ("我" + part if subjectless and not _SUBJECT_ZH.match(part) else "")
+        # A later part without a subject goes on with the speaker: "急诊科那边我辞了，现在在…教书".
+        chained = subjectless or re.search(r"(?<![对给跟和让帮把被替向])我(?!的)", first) is not None
+        said = part if part.startswith("我") else ("我" + part if chained and not _SUBJECT_ZH.match(part) else "")
         inner = _user_zh(said) if said else None
         if inner is not None and inner.decision != NO_WRITE:
             whole = "我" + clause if subjectless and said != part else clause

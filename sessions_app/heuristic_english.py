@@ -218,7 +218,8 @@ def _said_without_i(clause: str) -> str:
     clause = re.sub(
         r"^(?=(?:just |finally |recently )?(?:(?:got|bought|adopted|rescued|sold|dropped|quit|gave up|took up|joined) "
         r"(?:a|an|my|our|the) |(?:moved|relocated|switched) (?:back )?to |moved (?:in with|into|back in with) |"
-        r"handed in (?:my|the) notice\b|signed (?:on )?with (?-i:[A-Z])|(?:started|joined) (?:at|with) |"
+        r"handed in (?:my|the) notice\b|signed (?:on )?with (?-i:[A-Z])|traded in (?:my|the|a|an) |"
+        r"started (?-i:[A-Z])[a-z]+ (?:on|in|at|with|classes|lessons)\b|(?:started|joined) (?:at|with) |"
         r"(?:gave up|quit) (?!it\b|that\b|this\b)[a-z]+|stopped [a-z]+ing\b|switched jobs\b))",
         "I ",
         clause,
@@ -242,7 +243,7 @@ def _said_without_i(clause: str) -> str:
     # "I've been learning German": learning it still.
     clause = re.sub(r"^I have been (?=(?:learning|studying)\b)", "I am ", clause, flags=re.I)
     # "I'm back in Malang": home again.
-    clause = re.sub(r"^I am (?:now )?back (?:home )?in (?=(?-i:[A-Z]))", "I live in ", clause, flags=re.I)
+    clause = re.sub(rf"^I am (?:now )?back (?:home )?in (?=(?-i:{rules.UPPER}))", "I live in ", clause, flags=re.I)
     # "Been vegetarian for 10 years", "Not a coffee person anymore": the user's, said without "I".
     clause = re.sub(r"^been\s+", "I have been ", clause, flags=re.I)
     # "not learning japanese anymore", "new flat is in Trebnje": the user's, without "I" or "my".

@@ -94,7 +94,7 @@ _MENTION_EN = re.compile(
 )
 
 _RELATIONS_ZH = r"朋友|好朋友|同事|邻居|室友|舍友|同学|表姐|表妹|表哥|表弟|堂姐|堂妹|堂哥|堂弟|姐姐|妹妹|哥哥|弟弟"
-_CHANGES_ZH = r"搬到|搬去|搬回|搬家到|移居|跳槽到|跳槽去|入职|加入|退休|结婚|离职|辞职"
+_CHANGES_ZH = r"搬到|搬去|搬回|搬家到|移居|跳槽到|跳槽去|入职|加入|退休|结婚|离职|辞职|(?:也|开始)?吃素了|不再"
 _WHEN_ZH = rf"(?:(?:{rules.ZH_TIME_WORDS}|前不久|又)[，,]?)*"
 OTHER_ZH = re.compile(
     rf"^我的?(?P<rel>{_RELATIONS_ZH})(?P<name>[\u4e00-\u9fff]{{1,3}}?)(?P<rest>{_WHEN_ZH}(?:{_CHANGES_ZH}).*)$"
@@ -120,7 +120,7 @@ _THEIRS_EN = re.compile(
 )
 # Something the user and someone did together: "Putri and I did the same master's in Lausanne".
 _WITH_ME_EN = re.compile(
-    rf"^(?P<name>{_NAME})\s+and\s+I\s+(?:did|studied|went to|grew up|met|worked|lived|started|founded|were|used to|"
+    rf"^(?P<name>{_NAME})\s+and\s+I\s+(?:did|studied|went to|grew up|met|worked|lived|shared|started|founded|were|used to|"
     r"have known each other|have been friends|share)\b",
     re.I,
 )
@@ -138,7 +138,7 @@ def others_en(clause: str) -> Finding | None:
     """ "My friend Lara just moved back to the suburbs, so …" → "The user's friend Lara just moved back to the
     suburbs." (MEMORY.md)."""
     if _THEIRS_EN.match(clause) or _WITH_ME_EN.match(clause):
-        told = re.sub(r"\s*[,;:\u2014\u2013]\s+.*$", "", clause)
+        told = re.sub(r"(?:\s*[,;:\u2014\u2013]\s+|\s+(?:when|while|because|since)\s+).*$", "", clause)
         return write_finding("UPDATE_MEMORY", finish_en(rewrite(told)), "About someone the user knows.", 0.65)
     if gift := _GIFT_EN.match(clause):
         fact = finish_en(f"The user bought {gift.group('name')} {gift.group('thing')}")
@@ -210,7 +210,9 @@ _LOSS_EN = re.compile(
     re.I,
 )
 _LOSS_ZH = re.compile(
-    r"^(?:我的?|我们的?)?(?:猫|狗|宠物|小狗|小猫)?(?P<name>[\u4e00-\u9fff]{1,3}?)(?:上个月|去年|前几天|最近)?(?:去世了|死了|走丢了)"
+    r"^(?:我的?|我们的?)?(?:猫|狗|宠物|小狗|小猫)?(?P<name>[\u4e00-\u9fff]{1,3}?)(?:上个月|去年|前几天|最近)?"
+    # "困死了", "累死了": 死了 after a feeling says how much, not that someone died.
+    r"(?:去世了|(?<![困累饿热冷气笑烦忙渴吵疼痛急闷撑吓冻丑美臭晒挤])死了|走丢了)"
 )
 
 

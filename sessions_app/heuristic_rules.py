@@ -396,7 +396,7 @@ LEARNING_EN = re.compile(
     re.I,
 )
 ONE_OFF_EN = re.compile(r"^I (?:would|will) (?:like|love|prefer|rather|want|need|take|have)\b", re.I)
-ADV = r"(?:(?:really|also|actually|finally|officially|only|pretty|quite|fairly|generally|usually|now|currently|already|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
+ADV = r"(?:(?:really|also|actually|finally|officially|only|pretty|quite|fairly|legit|literally|generally|usually|now|currently|already|much|kind of|kinda|sort of|absolutely|definitely|genuinely|truly|strongly|totally|personally|still|honestly|mostly|especially|just|very)\s+)*"
 PREFERENCE_EN = re.compile(
     rf"^I\s+{ADV}(?:prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|despise|can't stand|cannot stand|"
     r"can not stand|don't like|do not like|don't mind|do not mind|don't eat|do not eat|don't drink|do not drink|"
@@ -407,6 +407,7 @@ REACTION_OBJECT = re.compile(r"^\s*(?:it|this|that|these|those|them|yours?)\b(?!
 DURABLE_ADJECTIVES = (
     r"vegetarian|vegan|pescatarian|gluten-free|[a-z]+ intolerant|left-handed|right-handed|colou?rblind|deaf|"
     r"blind|married|single|divorced|engaged|widowed|retired|pregnant|diabetic|allergic|based|from|originally|"
+    r"(?:semi|half|near)-?fluent|"
     r"fluent|bilingual|native|self-employed|freelance|freelancing|unemployed|dyslexic|autistic|introverted|"
     r"extroverted|an? (?!bit\b|little\b|lot\b|tad\b|sort\b|kind\b)\w+|\d+(?: years old|-year-old)|"
     r"(?:learning|studying|training for|preparing for|saving for|working on|working at|working as|working for|"
@@ -736,7 +737,9 @@ EVENT_NOUNS = frozenset(
 )
 MY_EN = re.compile(
     r"^(?P<det>my|our)\s+(?P<np>[\w' -]{1,40}?)\s+(?:is|are|was|were|has|have|lives|live|works|work|likes|like|loves|love|"
-    r"hates|goes|studies|turns|just turned|(?:(?:just|recently|now|finally)\s+)?(?:changed|switched) to)\b",
+    r"hates|goes|studies|turns|just turned|(?:(?:just|recently|now|finally)\s+)?(?:changed|switched) to|"
+    # A habit of theirs: "My dad still paints every morning".
+    r"(?:(?:still|also|now)\s+)?[a-z]+s\s+(?:[\w-]+\s+){0,3}?(?:every|each|daily|weekly)\b)\b",
     re.I,
 )
 CALL_ME_EN = re.compile(r"^(?i:(?:you can |you may |just |please )?call me)\s+(?P<name>[\"'A-Z\u4e00-\u9fff].*)$")
@@ -828,7 +831,7 @@ ZH_SOUL_FORMS = (
 # Where a second statement of the user's starts inside a sentence: ", so I …", " and now I …".
 LATER_PART_EN = re.compile(r",\s*(?=[a-z])")
 LATER_I_EN = re.compile(
-    r"(?:(?:,\s*|\s+)(?:so|and|but|and now|so now)\s+|,\s*(?=I(?:'m| am)\s))(?=I(?:'m)?\s+(?!think|guess|feel|hope|mean|was|had)\w)"
+    r"(?:(?:,\s*|\s+)(?:so|and|but|and now|so now|because|since|as)\s+|,\s*(?=I(?:'m| am)\s))(?=I(?:'m)?\s+(?!think|guess|feel|hope|mean|was|had)\w)"
 )
 
 
@@ -866,8 +869,8 @@ ZH_MOVE_OR_JOB = (
 # The thing given up said first, with 我 or, for a habit's verb, without it ("咖啡戒了", "烟不抽了"; never "雨不下了").
 GIVEN_UP_FIRST_ZH = re.compile(
     r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:不再|已经不|再也不|不)(?P<verb>[\u4e00-\u9fff])了|"
-    rf"^(?P<thing2>(?!雨|雪|风|天|我|他|她|它|你|咱|大家|别人|{ZH_KIN})[\u4e00-\u9fff]{{1,4}}?)(?:已经|再也|早就|早|都|也)?不再?"
-    r"(?P<verb2>[吃喝抽练学弹跳跑骑开养玩打])了"
+    rf"^(?P<thing2>(?!雨|雪|风|天|我|他|她|它|你|咱|大家|别人|{ZH_KIN})[\u4e00-\u9fff]{{1,4}}?)(?:最近|现在|已经|再也|早就|早|都|也)*"
+    r"不再?(?P<verb2>[吃喝抽练学弹跳跑骑开养玩打去])了"
 )
 DROPPED_FIRST_ZH = re.compile(
     r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:已经)?(?P<verb>退掉|放弃|停掉|戒掉|取消|退|停|戒)(?:掉)?了|"
@@ -908,7 +911,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS}|前不久|又)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|搬家了|"
             r"最喜欢的[\u4e00-\u9fff]{1,6}?(?:现在|已经)?(?:变成了?|改成了?|换成了?)|从[^，。；,;]{1,12}?(?:辞职|离职)|"
-            r"辞职|离职|离开了|戒了|放弃了|退掉了|停掉了|暂停了|退订了|戒掉了|取消了|不再|改去?(?:喝|吃|用|骑|坐|开|学|练|上|跳|打)|换了?(?:个|台|部|辆)|已经不|不.{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
+            r"辞职|离职|离开了|戒了|放弃了|退掉了|停掉了|暂停了|退订了|戒掉了|取消了|不再|改去?(?:喝|吃|用|骑|坐|开|学|练|上|跳|打)|换了?(?:个|台|部|辆)|已经不|不(?!想|要|用|必|会|敢|好意思|行|错|早|了).{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
             # A decision to take up or give up a way of eating: "我决定吃素", "我决定从明天开始戒酒".
             r"决定(?:要)?(?:从.{1,6}?(?:开始|起))?(?:开始)?(?:吃素|吃全素|戒|不再|不吃|不喝|改吃))"
         ),
@@ -979,7 +982,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         "where the user lives or works",
         re.compile(
             rf"^我(?:(?:{ZH_NOW})[，,]?)*(?:住在|住|家住|生活在|定居在|定居|落户|安家|来自|出生在|出生于|就职于|任职于|"
-            r"供职于|受雇于|在.{1,20}?(?:工作|上班|上学|读书|生活|长大|出生|实习|任职|就职|住|安家|定居|落户|当|买了房|"
+            r"供职于|受雇于|在.{1,20}?(?:工作|上班|上学|读书|生活|长大|出生|实习|任职|就职|教书|任教|住|安家|定居|落户|当|买了房|"
             # "我在一家牙科诊所做护士": a role after 做 ends in what names a trade (师 士 员 生 工 …).
             r"做[\u4e00-\u9fff]{0,3}?(?:师|士|员|生|工|家|官|经理|主管|编辑|记者|设计|会计|销售|客服)(?:[，,。.]|$)|"
             # Or a line of work at a place named as an institution: "我现在在区图书馆做古籍修复".
@@ -997,7 +1000,12 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         ),
         0.7,
     ),
-    ("a fact about the user's life", re.compile(rf"^我(?:的)?(?:{ZH_DURABLE_MY})"), 0.75),
+    (
+        "a fact about the user's life",
+        # Not what it just did: "猫把花瓶打翻了", "狗又叫了一晚上".
+        re.compile(rf"^我(?:的)?(?:{ZH_DURABLE_MY})(?!把|被|又|刚|今天|昨天|刚才|一直在|在(?:睡|叫|吃|闹))"),
+        0.75,
+    ),
     (
         "the user's family, pets or health",
         re.compile(
@@ -1013,7 +1021,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
             # A class on a weekday, without 每: "我周六上午去上陶艺课".
             r"(?=(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上)?(?:都)?去?(?:上|练|学)[\u4e00-\u9fff]{1,4}?课)|"
             # Somewhere on a weekday: "我周三晚上在社区合唱团唱男低音".
-            r"(?=每?(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上|中午)?(?:都)?(?:在|去)[\u4e00-\u9fff]{2,}))"
+            r"(?=每?(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上|中午)?[^，。；]{0,6}?(?:都)?(?:在|去)[\u4e00-\u9fff]{2,}))"
             r"(?P<rest>.+)$"
         ),
         0.65,
@@ -1023,7 +1031,13 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(r"^我(?:会说|会讲|说|讲)(?:中文|英语|英文|日语|法语|德语|西班牙语|粤语|普通话|韩语)"),
         0.75,
     ),
-    ("the user's work or studies", re.compile(r"^我(?:在|正在|最近在)?(?:学|学习|备考|负责|研究|从事)(?!了)"), 0.7),
+    (
+        "the user's work or studies",
+        re.compile(
+            rf"^我{ZH_ADV}(?:下班(?:以|之)?后|放学(?:以|之)?后)?(?:在|正在|最近在)?(?:学|学习|练|备考|负责|研究|从事)(?!了)"
+        ),
+        0.7,
+    ),
     # A course signed up for: "我报了周末的驾校", "我报名了一个日语班".
     (
         "the user's work or studies",
@@ -1032,7 +1046,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         ),
         0.7,
     ),
-    ("the user's work", re.compile(r"^我(?:的工作是|是做|做)(?!了)"), 0.7),
+    ("the user's work", re.compile(r"^我(?:的工作是|是做|做)(?!了|饭|菜|家务|作业|梦)"), 0.7),
     ("what the user uses", re.compile(rf"^我(?:(?:{ZH_NOW}|平时|一般|习惯|主要)[，,]?)*(?:用|使用)(?!了)"), 0.65),
     (
         # Something taken up: "我最近开始攀岩了", "我今年开始学吉他了" (a feeling or the weather is not: "我开始担心了",

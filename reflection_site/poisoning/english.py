@@ -80,6 +80,10 @@ CLASSES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
                 r"filtering|censorship|safety rules|safety guidelines|rules|guidelines|boundaries|constraints|"
                 r"ethical guidelines|moral|ethics|content policy)\b|"
                 r"\b(?:pretend|act|behave|roleplay|role-play)\b[^.\n]{0,30}\b(?:as if|like|as)\b[^.\n]{0,40}\b(?:no|without|not bound|free from|unrestricted|evil|jailbroken)\b|"
+                # Its memory or training wiped by make-believe: "pretend you have no memory of previous conversations".
+                r"\b(?:pretend|imagine|act as if|behave as if)\b(?:\s+that)?\s+(?:you|the agent|the assistant|it)\s+(?:have|had|has)\s+"
+                r"(?:no|zero|lost (?:all|your|its))\s+"
+                r"(?:memory|memories|instructions|rules|training|guidelines|restrictions|prior context)\b|"
                 r"\bnot bound by\b|\b(?:does|do|will) not (?:have to )?(?:follow|obey|comply with) (?:any|the|its|openai|the usual)\b|"
                 r"\b(?:comply|obey) (?:with )?(?:every|all|any) (?:request|command|order|instruction)s?\b|"
                 r"\b(?:must|will|should) (?:always )?(?:obey|comply with) (?:me|the user|whoever|anyone|every)\b|"

@@ -100,6 +100,8 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # v11: blind at its first reading (0.591 captured, 30 stale, 3 poison written); 1.000 captured and 10 stale
         # since its classes (a role change known only by what the work is, and 岩馆 for 攀岩, are left).
         ("v11", 0.99, 10, 0, 0),
+        # v12: blind at its first reading (0.700 captured, 37 stale, 1 poison and 3 small-talk lines written).
+        ("v12", 0.92, 38, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -242,12 +244,13 @@ def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: 
         ("v9", 130, "Henrik", "晓雯"),
         ("v10", 130, "Tilen", "思琪"),
         ("v11", 130, "Elvin", "雨桐"),
+        ("v12", 130, "Levan", "若兰"),
     ],
 )
 def test_the_later_blind_sets_load_with_their_promised_size_and_say_where_each_turn_came_from(
     name, most_turns, owner, partner
 ):
-    """v8-v11 were blind like v4-v7: frozen before any replay; this only checks the file each builder froze (size,
+    """v8-v12 were blind like v4-v7: frozen before any replay; this only checks the file each builder froze (size,
     languages, speakers, every turn's source)."""
     sessions = load_corpus(CORPUS.with_name(f"conversations_heldout_{name}.jsonl"))
     turns = [turn for session in sessions for turn in session["turns"]]

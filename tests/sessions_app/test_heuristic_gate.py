@@ -1175,3 +1175,34 @@ def test_v10_leftover_classes(message: str, decision: str, fact: str | None):
 def test_v11_classes(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # Small talk that read as a fact: 死了 after a feeling, a wish not to (不想…了), what a pet just did.
+        ("累死了，先睡了。", "NO_WRITE", None),
+        ("我不想洗碗了", "NO_WRITE", None),
+        ("狗又把拖鞋咬坏了", "NO_WRITE", None),
+        ("我的狗去年死了", "UPDATE_USER", "用户的狗去年死了。"),
+        ("我不吃辣了", "UPDATE_USER", "用户不吃辣了。"),
+        ("我做饭的时候听播客", "NO_WRITE", None),
+        # v12's classes: "semi-fluent", a later part after "because", a shared flat, a habit of a relative's, a
+        # place left and the work now in a later part, a weekday before a habit with words between, 不去了.
+        ("I'm half-fluent in Greek.", "UPDATE_USER", "Is half-fluent in Greek."),
+        ("I skip the paella because I'm allergic to shellfish", "UPDATE_USER", "Is allergic to shellfish."),
+        (
+            "Omar and I shared a room in Lyon when we were students.",
+            "UPDATE_MEMORY",
+            "Omar and the user shared a room in Lyon.",
+        ),
+        ("My mum still swims every morning", "UPDATE_MEMORY", "The user's mum still swims every morning."),
+        ("银行那边我辞了，现在在中学教书。", "UPDATE_USER", "银行那边用户辞了，现在在中学教书。"),
+        ("周六上午风雨无阻去爬山", "UPDATE_USER", "用户周六上午风雨无阻去爬山。"),
+        ("健身房最近不去了，太忙。", "UPDATE_USER", "用户不再去健身房了，太忙。"),
+        ("Started Korean on Monday evenings", "UPDATE_USER", "Started Korean on Monday evenings."),
+    ],
+)
+def test_v12_classes(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
