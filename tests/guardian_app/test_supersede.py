@@ -858,3 +858,8 @@ def test_a_home_replaced_keeps_where_the_user_is_from():
         "Moved to Meyrin (previously: is living in Carouge now but is really from Baku)."
     )
     assert with_past_job("Moved to Meyrin.", ["- Lives in Carouge."]) == "Moved to Meyrin."
+
+
+def test_teaching_somewhere_in_chinese_is_the_employer():
+    content = "- 美华在市医院当护士。\n- 晓东在市医院当医生。\n"
+    assert superseded_lines("美华现在在大学的护理学院教书。", content) == ["- 美华在市医院当护士。"]
