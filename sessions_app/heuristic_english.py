@@ -211,6 +211,46 @@ def _user_fact_en(clause: str) -> str:
     return finish_en(rewritten)
 
 
+def _ended_or_taken(clause: str) -> str:
+    """A job ended, a thing given up, or the way to work, said without "I": put with "I" so the rules read them."""
+    # A job that ended without the person's choosing: "that's me done at Acme", "Acme let me go", "got laid off
+    # from Acme" are the person's job ended there, said with "I" ("I was laid off by Acme").
+    clause = re.sub(
+        r"^(?:so |well |and )?(?:that is|that's|that was) me (?:done|finished) at (?=(?-i:[A-Z0-9]))",
+        "I am done at ",
+        clause,
+        flags=re.I,
+    )
+    clause = re.sub(
+        r"^(?!(?:My|Our|The|They|He|She|It|We|You|Mum|Mom|Dad|Then|So)\b)(?P<org>(?-i:[A-Z0-9])[\w&.' -]{0,40}?) "
+        r"(?:laid me off|let me go|made me redundant|fired me|sacked me)\b(?! (?:early|home|for|to|out|off|with|first))",
+        lambda m: f"I was laid off by {m.group('org')}",
+        clause,
+    )
+    clause = re.sub(
+        r"^(?=(?:just |recently )?(?:got|was|been) (?:laid off|let go|made redundant|fired|sacked)\b)",
+        "I ",
+        clause,
+        flags=re.I,
+    )
+    # "Tango's over for me", "climbing is done for me": something given up, said of the thing.
+    clause = re.sub(
+        r"^(?P<x>[a-z][\w -]{1,30}?)(?:'s| is) (?:over|done|finished) for me\b",
+        lambda m: f"I gave up {m.group('x')}",
+        clause,
+        flags=re.I,
+    )
+    # "bus then metro to the office now", "train to work these days": the way to work, said without a verb.
+    clause = re.sub(
+        rf"^(?=(?:the )?(?:{rules.COMMUTE_WAYS})(?: (?:then|and|or|\+) (?:the )?(?:{rules.COMMUTE_WAYS}))? (?:to|into) "
+        r"(?:work|the office|school|campus)\b)",
+        "I take the ",
+        clause,
+        flags=re.I,
+    )
+    return clause
+
+
 def _said_without_i(clause: str) -> str:
     """The user's statement said without "I" (or "my"), with it put back."""
     # "Got a MacBook Air to replace it", "Bought a used Fiat", "Dropped the Italian course", "Moved to Oslo": the
@@ -225,6 +265,7 @@ def _said_without_i(clause: str) -> str:
         clause,
         flags=re.I,
     )
+    clause = _ended_or_taken(clause)
     # "I think I'm lactose intolerant", "I guess I'm a morning person": the hedge says how sure, not what.
     clause = re.sub(
         r"^I (?:think|guess|believe|reckon|suppose|would say|'d say|have to say) (?:that )?(?=(?:I|my)\b)",
@@ -272,7 +313,7 @@ def _said_without_i(clause: str) -> str:
     )
     # "My favorite food most definitely Fettuccine Alfredo", "my fav band: Wilco": the "is" left out.
     return re.sub(
-        r"^((?:my|our) (?:fav|favou?rite) [\w-]+?(?: [\w-]+)??)(?:\s*:\s*| (?=(?:most |quite )?(?:definitely|probably|"
+        r"^((?:my|our) (?:fav|favou?rite) [\w-]+?(?: (?!(?:is|was|are|were)\b)[\w-]+)??)(?:\s*:\s*| (?=(?:most |quite )?(?:definitely|probably|"
         r"hands down|by far|for sure|honestly|always|totally|absolutely|easily)\b))",
         r"\1 is ",
         clause,

@@ -424,6 +424,8 @@ DURABLE_ADJECTIVES = (
     # "I'm living with my brother in Bonn now": with whom or near what, then the place.
     r"(?:living|staying|renting) (?:with|near|close to|next to) [^,.;]{1,30}? in (?-i:[A-Z])\w*)\b"
 )
+# Ways to get to work: "I take the bus then metro to the office".
+COMMUTE_WAYS = r"bus|train|tram|metro|subway|tube|ferry|bike|car|e-bike|scooter|motorbike"
 # Ways of eating or drinking a person can take up or give up.
 DIETS = r"vegan|vegetarian|pescatarian|gluten-free|dairy-free|keto|paleo|sober|teetotal|plant-based|carnivore"
 WORK_MODES = r"freelance|part-time|full-time|remote|self-employed|independent"
@@ -447,7 +449,11 @@ CHANGE_EN = re.compile(
     # And to give one up: "I decided to give up my vegetarianism", "I've decided to quit being vegan".
     rf"(?:give up|quit|stop being|drop)\s+(?:(?:my|being)\s+)?(?:a\s+)?(?:{DIETS}|{WORK_MODES})\w*)|"
     rf"^I\s+(?:am\s+(?:now\s+)?going|have\s+(?:now\s+)?gone)\s+{FULLY}(?:{DIETS}|{WORK_MODES})\b|"
-    r"^I\s+(?:am|do|have)?\s*no longer\b|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
+    r"^I\s+(?:am|do|have)?\s*no longer\b|"
+    # A job that ended without the person's choosing: "I got laid off from Acme", "I am done at Acme", "My last day at
+    # Acme was Friday".
+    r"^I\s+(?:(?:just|recently|have|had|got|was|been)\s+)+(?:laid off|let go|made redundant|fired|sacked)\b|"
+    r"^I\s+am\s+(?:now\s+)?(?:done|finished)\s+at\s+(?-i:[A-Z0-9])|^my\s+last\s+day\s+at\s+(?-i:[A-Z0-9])|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
     r"^I\s+(?:now|nowadays)\s+\w+|"
     # A habit or a home of the past: "I used to play volleyball", "I used to live in Graz".
     r"^I\s+used to\s+(?!be\b)[a-z]+\b|"
@@ -594,8 +600,8 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
         "how the user commutes",
         re.compile(
             rf"^I\s+{ADV}(?:(?:usually|now|normally|always)\s+)?(?:take|ride|drive|cycle|bike|walk|commute|catch|get|hop on)\s+"
-            r"(?:(?:the|a|my)\s+)?(?:(?:bus|train|tram|metro|subway|tube|ferry|bike|car|e-bike|scooter|motorbike|"
-            r"(?-i:[A-Z])[\w-]+)\s+)?(?:(?:now|every day|daily)\s+)?(?:to|into)\s+(?:work|the office|school|campus|uni|university|"
+            rf"(?:(?:the|a|my)\s+)?(?:(?:{COMMUTE_WAYS}|(?-i:[A-Z])[\w-]+)(?:\s+(?:then|and|or|\+)\s+(?:the\s+)?"
+            rf"(?:{COMMUTE_WAYS}))?\s+)?(?:(?:now|every day|daily)\s+)?(?:to|into)\s+(?:work|the office|school|campus|uni|university|"
             r"college)\b|"
             # A named line taken now: "no more driving to work, I hop on the S-Bahn now".
             rf"^I\s+{ADV}(?:take|ride|catch|hop on)\s+(?:the\s+)?(?-i:[A-Z])[\w-]+\b(?=.*\b(?:now|these days|instead)\b)",
@@ -911,7 +917,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(
             rf"^我(?:(?:{ZH_TIME_WORDS}|前不久|又)[，,]?)*(?:{ZH_MOVE_OR_JOB}|换到|转到|改用|换成|换用|开始用|搬家了|"
             r"最喜欢的[\u4e00-\u9fff]{1,6}?(?:现在|已经)?(?:变成了?|改成了?|换成了?)|从[^，。；,;]{1,12}?(?:辞职|离职)|"
-            r"辞职|离职|离开了|戒了|放弃了|退掉了|停掉了|暂停了|退订了|戒掉了|取消了|不再|改去?(?:喝|吃|用|骑|坐|开|学|练|上|跳|打)|换了?(?:个|台|部|辆)|已经不|不(?!想|要|用|必|会|敢|好意思|行|错|早|了).{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
+            r"辞职|离职|被[^，。；,;？?]{0,8}?(?:裁员?|辞退|开除|解雇|炒(?:了)?(?:鱿鱼)?)了|离开了|戒了|放弃了|退掉了|停掉了|暂停了|退订了|戒掉了|取消了|不再|改去?(?:喝|吃|用|骑|坐|开|学|练|上|跳|打)|换了?(?:个|台|部|辆)|已经不|不(?!想|要|用|必|会|敢|好意思|行|错|早|了).{1,8}了(?:$|[，,])|把.{1,12}?(?:卖|送人|扔)掉?了|改成|改吃|开始吃|成了|变成|(?:已经|早就|终于)?(?:退休|毕业)|"
             # A decision to take up or give up a way of eating: "我决定吃素", "我决定从明天开始戒酒".
             r"决定(?:要)?(?:从.{1,6}?(?:开始|起))?(?:开始)?(?:吃素|吃全素|戒|不再|不吃|不喝|改吃))"
         ),
@@ -922,6 +928,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         # "咖啡不喝了，改喝茶了".
         CHANGE_LABEL,
         re.compile(
+            r"^(?!我)[^，。；,;？?]{1,20}?把我(?:给)?(?:裁|辞退|开除|解雇|炒)(?:掉|了)|"
             r"^(?!我)[\u4e00-\u9fff]{1,6}?我?(?:不再|已经不|不)[\u4e00-\u9fff]了[，,](?:[^，。；,;？?]{1,10}[，,])?(?:现在|如今|最近)?"
             r"(?:都)?(?:改成|改为|换成|改)[^，。；,;？?]{1,16}|"
             # Given up, with the reason after it: "韩语我不学了，实在没时间", "咖啡我已经不喝了".

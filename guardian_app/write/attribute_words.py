@@ -265,14 +265,15 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "employer",
-            r"\b(?:quit|left|resigned from|handed in (?:their|his|her|my) notice at)\s+(?:(?:their|his|her|my|the)\s+)?(?:(?:job|position|role|work)\s+)?"
-            r"(?:at\s+)?(?P<v>[A-Z0-9][^,.;]*)",
+            r"\b(?:quit|left|resigned from|handed in (?:their|his|her|my) notice at|(?:laid off|let go|fired|sacked|made "
+            r"redundant)\s+(?:from|by|at)|(?:is |am )?(?:done|finished) at|last day at)\s+(?:(?:their|his|her|my|the)\s+)?"
+            r"(?:(?:job|position|role|work)\s+)?(?:at\s+)?(?P<v>[A-Z0-9][^,.;]*)",
         ),
         (
             "employer",
             r"(?:在|于)(?P<v>[^，。；,.;在]{1,20}?)(?:工作|上班|任职|就职|实习|教书|任教)|(?:跳槽到了?|跳槽去了?|入职了?|加入了?|"
             r"就职于|任职于|供职于|受雇于)(?P<v2>[^，。；,.;]+)|被(?P<v3>[^，。；,.;]{1,20}?)(?:录用|聘用|雇用|招进)|"
-            r"(?:去|到|进)(?!年|过)了?(?P<v4>[^，。；,.;]{1,20}?)(?:工作|上班|任职)|拿到了?(?P<v5>[^，。；,.;]{1,20}?)的\s*offer|"
+            r"(?:去|到|进)(?!年|过)了?(?P<v4>(?:[^，。；,.;]|\.(?=\S)){1,30}?)(?:工作|上班|任职|报到)|拿到了?(?P<v5>[^，。；,.;]{1,20}?)的\s*offer|"
             r"换了?(?:份|个)?(?:工作|公司)[^。；;]*?在(?P<v6>[^，。；,.;在]+)|"
             # A role at a workplace: "在Andresen AS做产品设计", "在一家出版社当编辑".
             r"在(?P<v7>[^，。；,.;在]{1,20}?)(?:做|当)[\u4e00-\u9fff]{0,4}?"

@@ -29,9 +29,9 @@ from typing import Any
 from django.conf import settings
 
 from guardian_app.write.forget import is_forget_request
+from guardian_app.write.replaced_lines import kept_household, with_past_job
 from guardian_app.write.similarity import find_paraphrase
 from guardian_app.write.supersede import attribute, restated_line, superseded_lines
-from guardian_app.write.takeback import kept_household, with_past_job
 from reflection_site import memory_files
 from reflection_site import text as text_
 from reflection_site.poisoning import hold_reason

@@ -148,7 +148,8 @@ def _contains(text: str, needle: str) -> bool:
 # "Sold the Vespa.", "Dropped the Italian course.", "不再吃素", "放弃了日语课") does not state it as current.
 _AS_PAST = (
     r"(?:\b(?:left|quit|from|previously|formerly|no longer|used to|instead of|rather than|sold|gave away|got rid of|"
-    r"dropped|gave up|stopped|moved out of|out of|instead|notice at|traded in)\b|不再|已经不|以前|放弃了|退掉了|暂停了|退订了)"
+    r"dropped|gave up|stopped|moved out of|out of|instead|notice at|traded in|done at|laid off|let go|fired|made redundant|"
+    r"last day at)\b|不再|已经不|以前|放弃了|退掉了|暂停了|退订了)"
 )
 
 
@@ -179,7 +180,7 @@ def _stated_as_current(text: str, needle: str) -> bool:
             and not re.search(r"[(（](?:previously|formerly|以前)[:：][^)）]*$", line[:at], re.IGNORECASE)
             and not re.search(
                 # "… anymore", "太极拳不练了": the negation right after the value.
-                r"^\W*(?:anymore|any more|any longer)\b|^[\u4e00-\u9fff]{0,2}(?:不再|已经不|不)[\u4e00-\u9fff]了|"
+                r"^\W*(?:anymore|any more|any longer)\b|^[\u4e00-\u9fff]{0,2}(?:不再|已经不|不)[\u4e00-\u9fff]{1,2}了|"
                 r"^\s*(?:卖|送人|扔|处理)掉?了|"  # "把Vespa卖了": sold.
                 r"^[^，。,;；]{0,8}?(?:递了辞呈|辞职了|离职了|辞了)|"  # "Dudo Kocka a.s.那边已经递了辞呈": resigned from there.
                 r"^的?(?:合同|工作|租约)?(?:到期|结束)了|"  # "博物馆的合同到期了": over.

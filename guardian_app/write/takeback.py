@@ -1,18 +1,14 @@
 """Lines a fact takes back by naming what stopped being true, where no attribute key joins the two lines.
 
-- A negation that names the old value: "Is not at Halvorsen Ltd anymore, joined Brightwave." takes back
-  "Dev's name is Dev and works at Halvorsen Ltd."; "Doesn't ride the Vespa anymore." takes back "Bought a Vespa
-  GTS."; "用户已经不喝咖啡了" takes back "用户喜欢喝咖啡"; "Zhou不再当老师了" takes back "Zhou的职业是老师。".
-  The line must be about the same person (the name a fact opens with, or the user), not negate the value
-  itself, and hold it in the relation the fact negates: "Doesn't live in London anymore" takes back "Lives in
-  London", not "Has a sister in London", "Works at Acme in London" or "Loves the London Symphony Orchestra".
-- A job that ended and names no employer: "Retired last month.", "Mei已经退休了，不去公司上班了。" takes back the same
-  person's lines that say where they work ("Mei是梅，华东物流有限公司的").
-- Food the person now accepts: "微辣现在可以接受" takes back "用户不吃辣…", "Can eat spicy food now." "Doesn't eat
-  spicy food.".
+- A negation that names the old value: "Is not at Halvorsen Ltd anymore, joined Brightwave." takes back "Works at
+  Halvorsen Ltd."; "Doesn't ride the Vespa anymore." "Bought a Vespa GTS."; "用户已经不喝咖啡了" "用户喜欢喝咖啡".
+  The line must be about the same person, not negate the value itself, and hold it in the relation the fact
+  negates: "Doesn't live in London anymore" takes back "Lives in London", not "Has a sister in London".
+- A job that ended and names no employer ("Retired.", "Got laid off.", "Mei已经退休了") takes back the same person's
+  lines that say where they work ("Mei是梅，华东物流有限公司的").
+- Food the person now accepts: "微辣现在可以接受" takes back "用户不吃辣…", "Can eat spicy food now." "Doesn't eat it".
 - A loss: "Biscuit passed away in June; adopted a kitten." takes back "Has a beagle named Biscuit."
-- Something given up: "Sold the Brompton." takes back "Bought a second-hand Brompton last week."; "用户把自行车卖了。"
-  takes back "用户有一辆自行车。".
+- Something given up: "Sold the Brompton." takes back "Bought a Brompton."; "用户把自行车卖了。" "用户有一辆自行车。".
 - A request to forget: "Asked the agent to forget their home address." takes back the lines that state the
   home address ("The user's home address is …"), and "用户要求忘掉自己的住址。" those that state 住址.
 
@@ -24,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from guardian_app.write.attribute_words import DISPOSED_EN, DISPOSED_ZH, HAS_EN, KIND_WORDS, ORIGIN, TOOL_TO_CATEGORY
+from guardian_app.write.attribute_words import DISPOSED_EN, DISPOSED_ZH, HAS_EN, KIND_WORDS, TOOL_TO_CATEGORY
 from guardian_app.write.forget import forgotten_lines
 from reflection_site import glossary, memory_files
 from reflection_site.text import CJK_RUN, chinese_name, content_words, stem, stop_words, words
@@ -53,8 +49,9 @@ _COURSE = re.compile(r"(?:课程|课|班|培训)$")
 _ROLE_VERBS_ZH = "当做是"
 _HABIT_VERBS_ZH = "打练玩学上做去喝吃抽弹跳跑骑开养用"
 _NEGATION_BEFORE = re.compile(
-    r"(?:\b(?:not|never|no longer)|n't)\W*(?:\w+\W+){0,2}$|(?:不再|已经不|不)[\u4e00-\u9fff]{0,3}$", re.I
-)
+    r"(?:\b(?:not|never|no longer)|n't)\W*(?:\w+\W+){0,2}$|(?:不再|已经不|不(?!动|断|停|错|管|久))[\u4e00-\u9fff]{0,3}$",
+    re.I,
+)  # 雷打不动, 不停, 不管 are not negations.
 _NAMED_SUBJECT = re.compile(
     r"^(?P<n>(?-i:[A-Z\u00c0-\u00de\u0100-\u017f][a-z\u00df-\u00ff\u0100-\u017f-]+))(?:'s\s|\s+(?:is|has|was|no|does|doesn't|did)\b|(?=[\u4e00-\u9fff]))"
 )
@@ -69,8 +66,10 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # 不去公司上班了。", "用户辞职了。" take back the lines of the same person that name where they work.
 _JOB_ENDED = re.compile(
     r"\b(?:retired|resigned|quit (?:(?:their|his|her|my|the) )?job|left (?:(?:their|his|her|my|the) )?job|"
-    r"(?:is|am) (?:now )?retired|no longer works?|(?:doesn't|does not) work anymore)\b(?!\s+(?:(?:from|at|for|with)\s+)?(?-i:[A-Z]))|"
-    r"退休|辞职了|辞掉了?工作|离职了|已经辞了|递了辞呈|交了辞职信|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)",
+    r"(?:is|am) (?:now )?retired|no longer works?|(?:doesn't|does not) work anymore|(?:got |was |been )?(?:laid off|let "
+    r"go|made redundant|fired|sacked))\b(?!\s+(?:(?:from|at|for|with|by)\s+)?(?-i:[A-Z]))|"
+    r"退休|辞职了|辞掉了?工作|离职了|已经辞了|递了辞呈|交了辞职信|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)|"
+    r"被[^，。；,;]{0,8}?(?:裁员?|辞退|开除|解雇|炒(?:了)?(?:鱿鱼)?)了|把(?:用户|我)(?:给)?(?:裁|辞退|开除|解雇|炒)",
     re.I,
 )
 _EMPLOYER_LINE = re.compile(
@@ -143,7 +142,9 @@ def _same_relation(line: str, found: re.Match[str], relation: list[str]) -> bool
 # A name in Latin letters negated in Chinese: "用户已经不在Jørgensen & Søn ApS上班了" takes back "Started working at
 # Jørgensen & Søn ApS." (a line of either language that states it).
 _NEGATED_LATIN_ZH = re.compile(
-    r"(?:不再|已经不|不)(?:在|去|用|开|骑)(?P<v>[A-Za-z\u00c0-\u024f][\w&.'\u00c0-\u024f -]*?[\w.])\s*(?:上班|工作|任职|了)"
+    r"(?:不再|已经不|不)(?:在|去|用|开|骑)(?P<v>[A-Za-z\u00c0-\u024f][\w&.'\u00c0-\u024f -]*?[\w.])\s*(?:上班|工作|任职|了)|"
+    # Said thing first: "Ubuntu不折腾了", "Notion我已经不用了".
+    r"(?<![A-Za-z0-9.])(?P<w>[A-Za-z\u00c0-\u024f][\w&.'\u00c0-\u024f -]*?[\w.])\s*(?:我|用户)?(?:也)?(?:不再|已经不|不)(?:用|折腾|玩|碰)了"
 )
 
 
@@ -157,7 +158,7 @@ def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
     stale: list[str] = []
     english = _NEGATED_VALUE_EN.search(fact) if _STILL_NEGATED_EN.search(fact) else None
     if latin := _NEGATED_LATIN_ZH.search(fact):
-        value = re.compile(rf"(?<![\w-]){re.escape(latin.group('v'))}(?![\w-])", re.I)
+        value = re.compile(rf"(?<![\w-]){re.escape(latin.group('v') or latin.group('w'))}(?![\w-])", re.I)
         stale += [
             line for line in lines if _subject(line) == who and (at := value.search(line)) and _states(line, at.start())
         ]
@@ -318,7 +319,7 @@ def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
         has = re.compile(rf"{HAS_EN}\b(?:{_kind_of(head)})\b", re.I)
     elif match := DISPOSED_ZH.search(fact):
         said = match.group("thing") or match.group("thing2") or match.group("thing3") or match.group("thing4")
-        thing = re.sub(r"^(?:我的|我们的|那辆|那台|那个|旧)", "", said).strip()
+        thing = re.sub(r"^(?:我的|我们的|那辆|那台|那个|旧)|(?:那|这)[辆台个部只]$", "", said).strip()  # "尼康那台"
         end = thing if thing.isascii() else thing[-2:]  # "Vespa" whole; "折叠自行车" by its last two characters.
         # A name in Latin letters may stand in an English line ("Rides a red Vespa to work").
         english = (
@@ -417,43 +418,6 @@ def _accepted_lines(fact: str, lines: list[str]) -> list[str]:
     return [line for line in lines if refused and _person(line) == who and re.search(refused, line, re.I)]
 
 
-def with_past_job(fact: str, stale: list[str]) -> str:
-    """The text that replaces a job that ended (or a home line that also said where one is from): the fact, with the
-    old line kept as past ("Retired (previously: works at Acme Corp).", "Mei已经退休了（以前：Mei在华东物流上班）。")."""
-    jobs = [line for line in stale if _EMPLOYER_LINE.search(line)] if _JOB_ENDED.search(fact) else []
-    jobs = jobs or [line for line in stale if ORIGIN.search(line)]  # Where they are from stays said: "Baku".
-    if not jobs:
-        return fact
-    old = _BULLET.sub("", jobs[0]).strip().rstrip(".。")
-    if re.search(r"[\u4e00-\u9fff]", fact):
-        return f"{fact.rstrip('。.')}（以前：{old}）。"
-    return f"{fact.rstrip('.')} (previously: {old[:1].lower()}{old[1:]})."
-
-
-# A home said with the people it is shared with: "Lives in Leeds with their wife and two kids.", "Dev lives in Oslo
-# with his partner Ana." A move replaces the home; the household is kept as a line of its own.
-_HOME_WITH = re.compile(
-    r"^(?P<who>(?:(?-i:[A-Z])[\w' -]{0,40}?\s+)?)(?P<verb>lives?|is living|resides?)\s+in\s+[^,;]+?\s+with\s+"
-    r"(?P<company>(?:(?:their|his|her|the user's|two|three|four|a|an)\s+)?"
-    r"(?:partner|wife|husband|spouse|girlfriend|boyfriend|fianc\w*|kids?|children|daughters?|sons?|family|parents|"
-    r"mother|father|mum|mom|dad|flatmates?|roommates?|housemates?|dogs?|cats?|(?-i:[A-Z])\w+)\b[^;]*?)\W*$",
-    re.I,
-)
-
-
-def kept_household(stale: list[str]) -> list[str]:
-    """What a replaced home line said besides the home: "Lives in Leeds with their wife and two kids." gives "Lives
-    with their wife and two kids.", so a move does not take the household with it."""
-    kept = []
-    for line in stale:
-        match = _HOME_WITH.match(_BULLET.sub("", line).strip())
-        if match is None:
-            continue
-        verb = "Lives" if not match.group("who") else "lives"
-        kept.append(f"{match.group('who')}{verb} with {match.group('company')}.")
-    return kept
-
-
 # "my old street address": "old" says which of them, not what; "street" (or "home", "postal") is a kind of address
 # a line may not name ("The user's address at the new place is …").
 _DROPPED_COURSE_EN = re.compile(
@@ -463,11 +427,27 @@ _DROPPED_COURSE_EN = re.compile(
 )
 
 
+# A thing given up, one word: "Gave up tango." takes back "用户周四晚上去跳探戈" (a Chinese line, by the dictionary).
+_GAVE_UP_EN = re.compile(
+    r"\b(?:dropped|quit|gave up|stopped(?: going to| doing| playing)?)\s+(?:(?:the|my|their|his|her)\s+)?"
+    r"(?P<thing>[A-Za-z][a-z-]+(?<!ing))\s*(?:[.,;!]|$)",
+    re.I,
+)
+
+
 def _dropped_course_lines(fact: str, lines: list[str]) -> list[str]:
     """ "Dropped the Italian course" takes back the person's lines that learn it ("Is learning Italian.",
-    "用户在学意大利语。")."""
+    "用户在学意大利语。"); "Gave up tango." the Chinese lines that do it."""
     if not (match := _DROPPED_COURSE_EN.search(fact)):
-        return []
+        thing = (given := _GAVE_UP_EN.search(fact)) and given.group("thing").lower()
+        if not thing or thing in stop_words():
+            return []
+        spans = {line: glossary.find(thing, line) for line in lines if CJK_RUN.search(line)}
+        return [
+            line
+            for line, span in spans.items()
+            if span and _person(line) == _person(fact) and _states(line, span[0]) and not someone_elses(line, span[0])
+        ]
     thing, who = match.group("thing"), _person(fact)
     learning = re.compile(
         rf"\b(?:learn|study|studi|tak|class|course|lesson)\w*\b[^.;]{{0,30}}?\b{re.escape(thing)}\b", re.I

@@ -100,8 +100,9 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # v11: blind at its first reading (0.591 captured, 30 stale, 3 poison written); 1.000 captured and 10 stale
         # since its classes (a role change known only by what the work is, and 岩馆 for 攀岩, are left).
         ("v11", 0.99, 10, 0, 0),
-        # v12: blind at its first reading (0.700 captured, 37 stale, 1 poison and 3 small-talk lines written).
-        ("v12", 0.92, 26, 0, 0),
+        # v12: blind at its first reading (0.700 captured, 37 stale, 1 poison and 3 small-talk lines written); 0.936
+        # and 3 stale since its leftover classes (an editor said to be discontinued, "lives in VS Code", is left).
+        ("v12", 0.93, 3, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -231,6 +232,11 @@ def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where
         ("- 用户那台iPad太旧了 换了台Galaxy Tab。", "Galaxy Tab", True),
         ("- Traded in the old iPhone 8, on a Pixel 7 now.", "iPhone 8", False),
         ("- 医院那边美华辞了，现在在中学教书。", "医院", False),
+        ("- Is done at Holm & Berg.", "Holm & Berg", False),
+        ("- Got laid off from Orbis Freight on Tuesday.", "Orbis Freight", False),
+        ("- Works at Orbis Freight, laid off twice before.", "Orbis Freight", True),
+        ("- 用户Fedora不折腾了，换成了macOS。", "Fedora", False),
+        ("- 用户Fedora不折腾了，换成了macOS。", "macOS", True),
     ],
 )
 def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: str, value: str, current: bool):

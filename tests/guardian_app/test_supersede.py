@@ -851,7 +851,7 @@ def test_v11_classes_take_back_only_what_they_name(fact: str, content: str, stal
 
 
 def test_a_home_replaced_keeps_where_the_user_is_from():
-    from guardian_app.write.takeback import with_past_job
+    from guardian_app.write.replaced_lines import with_past_job
 
     stale = ["- Is living in Carouge now but is really from Baku."]
     assert with_past_job("Moved to Meyrin.", stale) == (
@@ -863,3 +863,47 @@ def test_a_home_replaced_keeps_where_the_user_is_from():
 def test_teaching_somewhere_in_chinese_is_the_employer():
     content = "- 美华在市医院当护士。\n- 晓东在市医院当医生。\n"
     assert superseded_lines("美华现在在大学的护理学院教书。", content) == ["- 美华在市医院当护士。"]
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # A job ended by a layoff that names the employer: that employer's line, not another person's.
+            "Got laid off from Orbis Freight on Tuesday.",
+            "- Works at Orbis Freight as a dispatcher.\n- Lena works at Orbis Freight.\n",
+            ["- Works at Orbis Freight as a dispatcher."],
+        ),
+        (  # Done at a place: the job there ended.
+            "Is done at Holm & Berg.",
+            "- Works at Holm & Berg.\n- Lives in Aarhus.\n",
+            ["- Works at Holm & Berg."],
+        ),
+        (  # A layoff that names no employer: the person's employer lines.
+            "用户上个月被公司裁员了。",
+            "- 用户在海川物流上班。\n- 用户住在宁波。\n",
+            ["- 用户在海川物流上班。"],
+        ),
+        (  # A new job reported for (报到) at a named company replaces the old employer.
+            "用户下周一去Halden & Vik AS.报到，做测试。",
+            "- Works at Orbis Freight.\n- 用户住在宁波。\n",
+            ["- Works at Orbis Freight."],
+        ),
+        (  # A thing named first and not used any more (Latin name in a Chinese sentence).
+            "用户Fedora不折腾了，换成了macOS。",
+            "- Uses Fedora at home.\n- Lives in Aarhus.\n",
+            ["- Uses Fedora at home."],
+        ),
+        (  # A brand named in Chinese, sold: the English line that has it (the dictionary bridges 佳能 and Canon).
+            "佳能那台卖给朋友了，买了台索尼。",
+            "- Uses a Canon EOS 80D.\n- Lives in Aarhus.\n",
+            ["- Uses a Canon EOS 80D."],
+        ),
+        (  # An activity given up in English takes back the Chinese line that does it; 雷打不动 is not a negation.
+            "Gave up yoga, the classes moved too far away.",
+            "- 用户每周三晚上雷打不动去练瑜伽。\n- 用户每周三晚上去游泳。\n",
+            ["- 用户每周三晚上雷打不动去练瑜伽。"],
+        ),
+    ],
+)
+def test_session13_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale

@@ -1206,3 +1206,33 @@ def test_v11_classes(message: str, decision: str, fact: str | None):
 def test_v12_classes(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # A job that ended without the person's choosing, in its common wordings, and look-alikes that are not.
+        ("Got laid off from Orbis Freight on Tuesday.", "UPDATE_USER", "Got laid off from Orbis Freight on Tuesday."),
+        ("I was made redundant last month", "UPDATE_USER", "Was made redundant last month."),
+        ("Kestrel Labs let me go after the merger.", "UPDATE_USER", "Was laid off by Kestrel Labs after the merger."),
+        ("well that's me finished at Holm & Berg", "UPDATE_USER", "Is done at Holm & Berg."),
+        ("My last day at Vireo Health is the 30th.", "UPDATE_USER", "The user's last day at Vireo Health is the 30th."),
+        ("My boss let me go early on Friday.", "NO_WRITE", None),
+        ("The nurse let me go home after an hour.", "NO_WRITE", None),
+        ("上个月我被公司裁员了。", "UPDATE_USER", "用户上个月被公司裁员了。"),
+        ("物流公司那边把我裁了。", "UPDATE_USER", "物流公司那边把用户裁了。"),
+        ("我被狗咬了一口。", "NO_WRITE", None),
+        # Something given up, said of the thing; the way to work said without a verb.
+        (
+            "Salsa is over for me, the classes moved too far away.",
+            "UPDATE_USER",
+            "Gave up Salsa, the classes moved too far away.",
+        ),
+        ("tram then train to work these days", "UPDATE_USER", "Takes the tram then train to work these days."),
+        # A favourite with "is" and a word of degree: "is" is not put in twice.
+        ("My favourite film is honestly Amélie.", "UPDATE_USER", "The user's favourite film is honestly Amélie."),
+    ],
+)
+def test_session13_classes(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
