@@ -221,7 +221,9 @@ def _change_rank(finding: Finding) -> int:
 
 # A home or a job left behind ("Sold the flat in Naxçıvan.") and where the user is now, said in the next sentence
 # ("I'm renting near my sister in Sumqayıt now."): one fact, so that the guardian replaces the old home.
-_LEFT_BEHIND = re.compile(r"^(?:Sold|Left|Moved out of|Gave up|Quit|Handed in)\b", re.I)
+_LEFT_BEHIND = re.compile(r"^(?:Sold|Left|Moved out of|Gave up|Quit|Handed in|Got rid of|Traded in)\b", re.I)
+# After a thing given up, the one that took its place: "Got rid of the old iPhone 6." then "Has a Galaxy S24 now."
+_NEW_THING = re.compile(r"^(?:Has|Got|Bought|Uses)\b(?=.*\bnow\b)", re.I)
 _NEW_PLACE = re.compile(r"\b(?:renting|living|lives|staying|based|works|working)\b[^.]*\b(?:in|at|near|for)\s+[A-Z]")
 
 
@@ -243,7 +245,11 @@ def _with_loss(best: Finding, writes: Sequence[Finding]) -> Finding:
             and f.decision == best.decision
             and f.reason != LOSS_REASON
             # After a negation, only a new home or job: "I'm not at Acme anymore" and "Today was my first day at Wise".
-            and (not negation or bool(rules.LIFE_CHANGE_EN.search(f.fact or "") or _NEW_PLACE.search(f.fact or "")))
+            and (
+                not negation
+                or bool(rules.LIFE_CHANGE_EN.search(f.fact or "") or _NEW_PLACE.search(f.fact or ""))
+                or bool(_NEW_THING.match(f.fact or "") and _LEFT_BEHIND.match(best.fact or ""))
+            )
         ),
         None,
     )

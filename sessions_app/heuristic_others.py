@@ -121,7 +121,10 @@ _THEIRS_EN = re.compile(
 # Something the user and someone did together: "Putri and I did the same master's in Lausanne".
 _WITH_ME_EN = re.compile(
     rf"^(?P<name>{_NAME})\s+and\s+I\s+(?:did|studied|went to|grew up|met|worked|lived|shared|started|founded|were|used to|"
-    r"have known each other|have been friends|share)\b",
+    r"have known each other|have been friends|share)\b|"
+    # Where the user met someone: "I met Seo-yeon at the climbing gym" (not a time: "I met Tom at 5").
+    rf"^I\s+(?:first\s+)?met\s+(?P<met>{_NAME})\s+(?:at|in|through|during|on)\s+(?!\d|noon|lunch|dinner|breakfast)"
+    r"(?!.*\b(?:today|yesterday|tonight|this (?:morning|afternoon|evening)|earlier|just now|last night)\b)",
     re.I,
 )
 

@@ -424,6 +424,12 @@ DURABLE_ADJECTIVES = (
     # "I'm living with my brother in Bonn now": with whom or near what, then the place.
     r"(?:living|staying|renting) (?:with|near|close to|next to) [^,.;]{1,30}? in (?-i:[A-Z])\w*)\b"
 )
+# Things a person has one of at a time, named by kind or by line.
+DEVICES = (
+    r"laptop|notebook|chromebook|macbook(?: air| pro)?|thinkpad|iphone|ipad|tablet|kindle|e-reader|smartphone|"
+    r"android(?: phone)?|pixel|galaxy|phone|pc|desktop|car|bike|bicycle|e-bike|motorbike|motorcycle|scooter|vespa|van|"
+    r"playstation|xbox|nintendo switch|console|camera"
+)
 # Ways to get to work: "I take the bus then metro to the office".
 COMMUTE_WAYS = r"bus|train|tram|metro|subway|tube|ferry|bike|car|e-bike|scooter|motorbike"
 # Ways of eating or drinking a person can take up or give up.
@@ -580,7 +586,7 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
             # A line of work at a named place: "I'm doing payroll at Lehtmets-Laane", "I do IT support for Kovač".
             rf"^I\s+{ADV}(?:am\s+|do\s+)?(?:now\s+)?(?:doing|do)\s+(?!(?:the|a|an|some|my|our|this|that|it|lunch|"
             r"dinner|breakfast|brunch|drinks|coffee|laundry|shopping|groceries|homework|dishes|nothing|something|well|"
-            r"good|great|fine|okay|ok|alright|better|worse|much|more|less)\b)[\w-]+(?:\s+[\w-]+)?\s+(?:at|for)\s+"
+            r"good|great|fine|okay|ok|alright|better|worse|much|more|less)\b)[\w-]+(?:\s+[\w-]+){0,4}?\s+(?:at|for)\s+"
             r"(?-i:[A-Z])|"
             rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:{LIFE_CHANGE_VERBS})",
             re.I,
@@ -627,9 +633,7 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
         "what the user owns",
         re.compile(
             rf"^I\s+{ADV}(?:(?:just|recently|finally|now|also)\s+)*(?:have|have got|own|use|got|bought)\s+"
-            r"(?:a|an|my|one)\s+(?:[\w-]+ ){0,2}?(?:laptop|notebook|chromebook|macbook(?: air| pro)?|thinkpad|iphone|"
-            r"ipad|tablet|kindle|e-reader|smartphone|android(?: phone)?|pixel|galaxy|phone|pc|desktop|car|bike|bicycle|"
-            r"e-bike|motorbike|motorcycle|scooter|vespa|van|playstation|xbox|nintendo switch|console|camera)\b",
+            rf"(?:a|an|my|one|the)\s+(?:[\w-]+ ){{0,2}}?(?:{DEVICES})\b",
             re.I,
         ),
         0.75,
@@ -776,7 +780,7 @@ PERSON_ROLE_EN = re.compile(
 )
 # "美玲是我女朋友，我们在一起住了快三年了": who someone is to the user, said in Chinese (USER.md).
 RELATION_ZH = re.compile(
-    r"^(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][\w'-]+)是我的?(?P<rel>女朋友|男朋友|老婆|老公|妻子|丈夫|未婚妻|未婚夫|对象|"
+    r"^(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][\w'-]+)是我的?(?P<rel>女朋友|男朋友|老婆|老公|妻子|丈夫|太太|先生|爱人|媳妇|伴侣|未婚妻|未婚夫|对象|"
     r"姐姐|哥哥|妹妹|弟弟|女儿|儿子|表姐|表妹|表哥|表弟|堂姐|堂妹|堂哥|堂弟|好朋友|朋友|室友|邻居|同事|老板|领导|上司)"
     r"(?P<rest>[^。！!？?]*)"
 )
@@ -933,7 +937,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
             r"(?:都)?(?:改成|改为|换成|改)[^，。；,;？?]{1,16}|"
             # Given up, with the reason after it: "韩语我不学了，实在没时间", "咖啡我已经不喝了".
             # "素食我坚持不下去了", "西班牙语课我退掉了": kept up no longer, or dropped.
-            r"^(?!我)[\u4e00-\u9fff]{2,6}?我(?:(?:不再|已经不|不)[\u4e00-\u9fff]|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起)|"
+            r"^(?!我)(?:[\u4e00-\u9fff]{1,5}的)?[\u4e00-\u9fff]{2,6}?我(?:(?:不再|已经不|不)[\u4e00-\u9fff]|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起)|"
             r"(?:退|放弃|停|戒|取消|扔|卖)(?:掉|了)?)了(?:[，,。.！!]|$)"
         ),
         0.7,
@@ -998,7 +1002,14 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         ),
         0.8,
     ),
-    ("the user's allergy", re.compile(r"^我对.+?过敏"), 0.85),
+    # "我对花粉过敏", and the thing first: "我芒果过敏".
+    ("the user's allergy", re.compile(r"^我(?:对.+?|[\u4e00-\u9fff]{1,6}?)过敏"), 0.85),
+    # The household's home, and a new one: "我们家在宁波", "新家在Kimberley" (said without 我, read as the speaker's).
+    (
+        "a fact about the user's life",
+        re.compile(r"^我(?:们)?(?:的)?新?家(?:现在|就)?(?:在|住在|安在)(?![这那哪])"),
+        0.75,
+    ),
     # A vehicle or a machine of the user's: "我有一辆Vespa", "我刚买了一台新的MacBook".
     (
         "what the user owns",
@@ -1010,7 +1021,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         "a fact about the user's life",
         # Not what it just did: "猫把花瓶打翻了", "狗又叫了一晚上".
-        re.compile(rf"^我(?:的)?(?:{ZH_DURABLE_MY})(?!把|被|又|刚|今天|昨天|刚才|一直在|在(?:睡|叫|吃|闹))"),
+        re.compile(rf"^我(?:的)?(?:{ZH_DURABLE_MY})(?!把|被|又|刚|今天|昨天|刚才|一直在|在(?:睡|叫|吃|闹|哪))"),
         0.75,
     ),
     (

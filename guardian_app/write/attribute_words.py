@@ -216,6 +216,8 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"^(?:the user's|user's|my|their)\s+(?:new\s+)?(?:flat|place|house|apartment|home|room)\s+is\s+(?:now\s+)?"
             r"in\s+(?P<v>[^,.;]+)",
         ),
+        # "is in Chatsworth now": a place one is in now (a name: see ``_unnamed_place``; not "in hospital now").
+        ("home", r"\b(?:is|am|are)\s+(?:now\s+)?(?:based\s+)?in\s+(?P<v3>[^\W\d][^,.;]{1,40}?)\s+now\b"),
         # "is in a small flat in Ararototangi now": a home said by the place one lives in.
         (
             "home",
@@ -226,7 +228,9 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "home",
             r"(?:住在|家住|住(?![了过着一])|生活在|定居在|定居|落户|安家在|安家|搬到了?|搬去了?|搬回了?|搬家到了?|移居到?|现居)"
             r"(?P<v>[^，。；,.;]+)|在(?P<v2>[^，。；,.;在]{1,20}?)(?:安家|定居|落户|买了房|租了房|租房|住)|"
-            r"是(?P<v3>[^，。；,.;是]{1,20}?)(?:的)?(?:居民|市民|常住人口)",
+            r"是(?P<v3>[^，。；,.;是]{1,20}?)(?:的)?(?:居民|市民|常住人口)|"
+            # The home said of the home: "用户的家在杭州", "我们家在Kimberley", "用户新家在Mbombela".
+            r"^(?:用户|我们?)?(?:的)?新?家(?:现在|就)?(?:在|安在)(?P<v4>[^，。；,.;]+)",
         ),
         (
             "employer",
@@ -237,7 +241,7 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # A line of work at a named place: "Is doing payroll at Lehtmets-Laane", "does IT support for Kovač".
         (
             "employer",
-            r"\b(?:is |am )?(?:doing|does)\s+(?!(?:the|a|an|some|well|good|great|fine)\b)(?:[\w-]+\s+){1,2}?"
+            r"\b(?:is |am )?(?:doing|does)\s+(?!(?:the|a|an|some|well|good|great|fine)\b)(?:[\w-]+\s+){1,5}?"
             r"(?:at|for)\s+(?P<v>[A-Z0-9][^,.;]*)",
         ),
         # "在区图书馆做古籍修复": a line of work at a place named as an institution.
@@ -293,7 +297,7 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "commute",
             r"\b(?P<v2>takes?|rides?|drives?|cycles?|bikes?|walks?|commutes?|catch(?:es)?)\s+(?:(?:the|a|my|their)\s+)?"
-            r"(?P<v>bus|train|tram|metro|subway|tube|ferry|bike|car|e-bike|scooter|motorbike)?\s*(?:to|into)\s+"
+            r"(?P<v>bus|train|tram|metro|subway|tube|ferry|bike|car|e-bike|scooter|motorbike)?\s*(?:to|into)\s+(?:and from\s+)?"
             r"(?:work|the office|school|campus)\b",
         ),
         ("commute", r"(?:骑|坐|开|搭|乘)(?P<v>[\u4e00-\u9fff]{1,6}?)(?:上班|上学|去公司|去学校|去办公室|通勤)"),

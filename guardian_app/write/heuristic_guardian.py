@@ -29,6 +29,7 @@ from typing import Any
 from django.conf import settings
 
 from guardian_app.write.forget import is_forget_request
+from guardian_app.write.list_items import dropped_item
 from guardian_app.write.replaced_lines import kept_household, with_past_job
 from guardian_app.write.similarity import find_paraphrase
 from guardian_app.write.supersede import attribute, restated_line, superseded_lines
@@ -324,6 +325,38 @@ def choose_section(fact: str, content: str, target_file: str) -> str:
 
 
 # --- The verdict ---------------------------------------------------------------------------------
+def _replacing(text: str, content: str, target_file: str, correction_id: str | None) -> GuardianVerdict | None:
+    """The write that replaces what ``text`` makes stale in ``content``, or takes one item out of a list line, or
+    None when it replaces nothing."""
+    stale = [line for line in superseded_lines(text, content) if content.count(line) == 1]
+    if stale:
+        household = "".join(f"\n- {line}" for line in kept_household(stale) if line not in content)
+        edits = [{"op": "replace", "find": stale[0], "text": f"- {with_past_job(text, stale)}{household}"}]
+        edits += [{"op": "delete", "find": line} for line in stale[1:]]
+        shown = "; ".join(_BULLET_RE.sub("", line).strip()[:120] for line in stale)
+        return GuardianVerdict(
+            "write",
+            f"supersedes what the file said before ({shown}); the old line is replaced, its text kept in history",
+            edits,
+            correction_id=correction_id,
+        )
+    if (dropped := dropped_item(text, content)) is not None and content.count(dropped[0]) == 1:
+        # "No longer climbs." and "Loves to cook, go rock climbing, watch Netflix and travel.": the item goes, the rest
+        # of the list stays, and the negation is written beside it.
+        edits = [
+            {"op": "replace", "find": dropped[0], "text": dropped[1]},
+            {"op": "append", "section": choose_section(text, content, target_file), "text": f"- {text}"},
+        ]
+        return GuardianVerdict(
+            "write",
+            f"takes one item out of a list the file states ({_BULLET_RE.sub('', dropped[0]).strip()[:120]}); the "
+            "rest of the list stays",
+            edits,
+            correction_id=correction_id,
+        )
+    return None
+
+
 def review_fact(
     fact: str,
     content: str | None,
@@ -366,18 +399,9 @@ def review_fact(
     restated = restated_line(text, content)
     if restated is not None:
         return GuardianVerdict("refuse", f"the file already says this in other words: {restated.strip()[:200]}")
-    stale = [line for line in superseded_lines(text, content) if content.count(line) == 1]
-    if stale:
-        household = "".join(f"\n- {line}" for line in kept_household(stale) if line not in content)
-        edits = [{"op": "replace", "find": stale[0], "text": f"- {with_past_job(text, stale)}{household}"}]
-        edits += [{"op": "delete", "find": line} for line in stale[1:]]
-        shown = "; ".join(_BULLET_RE.sub("", line).strip()[:120] for line in stale)
-        return GuardianVerdict(
-            "write",
-            f"supersedes what the file said before ({shown}); the old line is replaced, its text kept in history",
-            edits,
-            correction_id=allowed_by.correction_id if allowed_by else None,
-        )
+    replacing = _replacing(text, content, target_file, allowed_by.correction_id if allowed_by else None)
+    if replacing is not None:
+        return replacing
     if is_forget_request(text):
         return GuardianVerdict("refuse", "a request to forget, and no line of the file states what it names")
     if duplicate is not None:

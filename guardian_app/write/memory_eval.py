@@ -140,7 +140,9 @@ def load_corpus(path: Path) -> list[dict[str, Any]]:
 def _contains(text: str, needle: str) -> bool:
     if needle.isascii() and re.fullmatch(r"[\w:. -]+", needle):
         # A Latin word beside Chinese ("搬到了Gallneukirchen，") is a word: only Latin letters and digits bound it.
-        return re.search(rf"(?<![A-Za-z0-9_]){re.escape(needle)}(?![A-Za-z0-9_])", text, re.IGNORECASE) is not None
+        # A verb or a plural of the word says it too: "Bikes to the office" names the bike.
+        word = rf"(?<![A-Za-z0-9_]){re.escape(needle)}(?:e?s)?(?![A-Za-z0-9_])"
+        return re.search(word, text, re.IGNORECASE) is not None
     return needle.casefold() in text.casefold()
 
 
@@ -149,7 +151,7 @@ def _contains(text: str, needle: str) -> bool:
 _AS_PAST = (
     r"(?:\b(?:left|quit|from|previously|formerly|no longer|used to|instead of|rather than|sold|gave away|got rid of|"
     r"dropped|gave up|stopped|moved out of|out of|instead|notice at|traded in|done at|laid off|let go|fired|made redundant|"
-    r"last day at)\b|不再|已经不|以前|放弃了|退掉了|暂停了|退订了)"
+    r"last day at|the end of)\b|不再|已经不|以前|放弃了|退掉了|暂停了|退订了)"
 )
 
 
@@ -184,6 +186,7 @@ def _stated_as_current(text: str, needle: str) -> bool:
                 r"^\s*(?:卖|送人|扔|处理)掉?了|"  # "把Vespa卖了": sold.
                 r"^[^，。,;；]{0,8}?(?:递了辞呈|辞职了|离职了|辞了)|"  # "Dudo Kocka a.s.那边已经递了辞呈": resigned from there.
                 r"^的?(?:合同|工作|租约)?(?:到期|结束)了|"  # "博物馆的合同到期了": over.
+                r"^[^，。,;；]{0,8}?(?:关门|倒闭|结业|停业)了|^\s+(?:has\s+)?(?:closed|shut down)\b|"  # Closed.
                 r"^[^。；;，,]{0,8}?\s*(?:换了|换成了|换掉了)",  # "那台macbook air太卡了 换了台ThinkPad": replaced.
                 line[at + len(needle) :] if at >= 0 else "",
                 re.IGNORECASE,

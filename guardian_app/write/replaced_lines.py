@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from guardian_app.write.attribute_words import ORIGIN
-from guardian_app.write.takeback import _BULLET, _EMPLOYER_LINE, _JOB_ENDED
+from guardian_app.write.takeback import _EMPLOYER_LINE, _JOB_ENDED
+from guardian_app.write.whose import BULLET as _BULLET
 
 
 def with_past_job(fact: str, stale: list[str]) -> str:

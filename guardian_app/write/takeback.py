@@ -22,6 +22,7 @@ import re
 
 from guardian_app.write.attribute_words import DISPOSED_EN, DISPOSED_ZH, HAS_EN, KIND_WORDS, TOOL_TO_CATEGORY
 from guardian_app.write.forget import forgotten_lines
+from guardian_app.write.whose import BULLET, person, subject, worker
 from reflection_site import glossary, memory_files
 from reflection_site.text import CJK_RUN, chinese_name, content_words, stem, stop_words, words
 
@@ -52,16 +53,13 @@ _NEGATION_BEFORE = re.compile(
     r"(?:\b(?:not|never|no longer)|n't)\W*(?:\w+\W+){0,2}$|(?:不再|已经不|不(?!动|断|停|错|管|久))[\u4e00-\u9fff]{0,3}$",
     re.I,
 )  # 雷打不动, 不停, 不管 are not negations.
-_NAMED_SUBJECT = re.compile(
-    r"^(?P<n>(?-i:[A-Z\u00c0-\u00de\u0100-\u017f][a-z\u00df-\u00ff\u0100-\u017f-]+))(?:'s\s|\s+(?:is|has|was|no|does|doesn't|did)\b|(?=[\u4e00-\u9fff]))"
-)
 # "Biscuit passed away in June; …", "用户的猫咪咪去世了": the lines naming Biscuit or 咪咪 are taken back.
 _LOSS = re.compile(
     r"\b(?P<name>(?-i:[A-Z][a-z]+))\s+(?:passed away|died|was put down|was put to sleep|ran away|went missing)\b|"
     r"(?:猫|狗|宠物)(?P<zh>[\u4e00-\u9fff]{1,3}?)(?:上个月|去年|前几天|最近)?(?:去世|死了|走丢)",
     re.I,
 )
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
 # A job that ended without naming the employer: "Retired last month.", "Quit their job.", "Resigned.", "Mei已经退休了，
 # 不去公司上班了。", "用户辞职了。" take back the lines of the same person that name where they work.
 _JOB_ENDED = re.compile(
@@ -80,14 +78,6 @@ _EMPLOYER_LINE = re.compile(
     r"在[^，。；,.;]{1,20}?(?:做|当)[\u4e00-\u9fff]{0,3}?(?:师|士|员|生|工|家|官|经理|主管|编辑|记者|设计|会计|销售|客服)",
     re.I,
 )
-
-
-def _subject(text: str) -> str | None:
-    """The person a fact or line opens with ("Dev's …", "Dev is …", "Zhou的…"), or None for the user."""
-    match = _NAMED_SUBJECT.match(_BULLET.sub("", text).strip())
-    if match is None or match.group("n") in {"The", "User", "Is", "Has", "Was", "Does", "Doesn't", "No"}:
-        return None
-    return match.group("n")
 
 
 def _lines(content: str) -> list[str]:
@@ -154,20 +144,20 @@ def _suffixes(text: str) -> list[str]:
 
 
 def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
-    who = _subject(fact)
+    who = subject(fact)
     stale: list[str] = []
     english = _NEGATED_VALUE_EN.search(fact) if _STILL_NEGATED_EN.search(fact) else None
     if latin := _NEGATED_LATIN_ZH.search(fact):
         value = re.compile(rf"(?<![\w-]){re.escape(latin.group('v') or latin.group('w'))}(?![\w-])", re.I)
         stale += [
-            line for line in lines if _subject(line) == who and (at := value.search(line)) and _states(line, at.start())
+            line for line in lines if subject(line) == who and (at := value.search(line)) and _states(line, at.start())
         ]
     relation = []
     if english is not None:
         relation = _relation(fact[english.start() : english.start("v")])
     chinese = _NEGATED_VALUE_ZH.search(fact)
     for line in lines:
-        if _subject(line) != who:
+        if subject(line) != who:
             continue
         if english is not None:
             found = re.search(rf"(?<![\w-]){re.escape(english.group('v'))}(?![\w-])", line)
@@ -196,6 +186,7 @@ def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str
         return None if CJK_RUN.search(line) else _in_english("", thing, line)
     verb = chinese.group("verb") or chinese.group("verb2") or chinese.group("verb3")
     obj = chinese.group("obj") or chinese.group("obj2") or chinese.group("obj3")
+    obj = obj if len(_COURSE.sub("", obj)) < 2 else _COURSE.sub("", obj)  # "不去陶艺课了": the thing is 陶艺.
     verbs = verb + (_ROLE_VERBS_ZH if verb in _ROLE_VERBS_ZH else "")
     found = re.search(rf"[{verbs}](?:了|着|过)?[^，。；,.;]{{0,4}}?{re.escape(obj)}", line)
     if (
@@ -254,7 +245,7 @@ def _lost_lines(fact: str, lines: list[str]) -> list[str]:
         found = [
             line
             for line in lines
-            if (at := named.search(line)) and _person(line) is None and not _KIN_BEFORE.search(line[: at.start()])
+            if (at := named.search(line)) and person(line) is None and not _KIN_BEFORE.search(line[: at.start()])
         ]
         return found if len(found) == 1 else []
     match = _LOSS.search(fact)
@@ -328,7 +319,7 @@ def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
         has = re.compile(rf"(?:(?:有|买了?|养了?|骑|开)[^，。；]{{0,6}}?{english}){re.escape(end)}", re.I)
     else:
         return []
-    who = _person(fact)
+    who = person(fact)
     bridge = _had_in_chinese if english_fact else _had_in_english
 
     def holds(line: str) -> bool:  # The person's own, not a relative's ("The user's sister has a Vespa").
@@ -337,7 +328,7 @@ def _disposed_lines(fact: str, lines: list[str]) -> list[str]:
             _KIN_BEFORE.search(line[: found.start()]) or _KIN_ZH.search(line[: found.start()])
         )
 
-    return [line for line in lines if _person(line) == who and holds(line) and not DISPOSED_EN.search(line)]
+    return [line for line in lines if person(line) == who and holds(line) and not DISPOSED_EN.search(line)]
 
 
 # A switch from one thing to another: "Has gone from green tea to coffee" takes back the person's line that has
@@ -353,45 +344,21 @@ def _switched_lines(fact: str, lines: list[str]) -> list[str]:
     named = set(content_words(match.group("old"))) if match else set()
     if not named:
         return []
-    who = _person(fact)
+    who = person(fact)
     return [
         line
         for line in lines
-        if _person(line) == who and says_all(named, line, bridged=True) and not _SWITCHED_FROM.search(line)
+        if person(line) == who and says_all(named, line, bridged=True) and not _SWITCHED_FROM.search(line)
     ]
 
 
 def _job_lines(fact: str, lines: list[str]) -> list[str]:
     if not _JOB_ENDED.search(fact):
         return []
-    who = _worker(fact)
+    who = worker(fact)
     return [
-        line for line in lines if _worker(line) == who and _EMPLOYER_LINE.search(line) and not _JOB_ENDED.search(line)
+        line for line in lines if worker(line) == who and _EMPLOYER_LINE.search(line) and not _JOB_ENDED.search(line)
     ]
-
-
-# "Dana works at Acme." is Dana's; "Works at Acme." and "Has been a nurse at …" are the user's.
-_NAME_AND_VERB = re.compile(
-    r"^(?!(?:Just|Now|Also|Still|Finally|Recently|Then|Today|Yesterday|Often|Usually|Already|Only|Never)\b)"
-    r"(?P<n>(?-i:[A-Z\u00c0-\u00de\u0100-\u017f][a-z\u00df-\u00ff\u0100-\u017f-]+))\s+(?:(?:now|also|still|just)\s+)?(?:[a-z]{2,}(?:s|ed)|sold|left|quit|got|bought|gave|took|lost|made|can|could|is|has|was|no)\b"
-)
-
-
-# "美玲在一家牙科诊所做护士", "美玲从牙科诊所辞职了": a Chinese name before what they do.
-_NAME_ZH = re.compile(
-    r"^(?!用户)(?P<n>[\u4e00-\u9fff]{2,3}?)(?=在[^，。；]{1,20}?(?:工作|上班|做|当)|从[^，。；]{1,20}?(?:辞职|离职))"
-)
-
-
-def _person(text: str) -> str | None:
-    match = _NAME_AND_VERB.match(_BULLET.sub("", text).strip())
-    return match.group("n") if match else _subject(text)
-
-
-def _worker(text: str) -> str | None:
-    """Whose job a line or fact states: a person as ``_person`` reads them, or a Chinese name before where they work."""
-    match = _NAME_ZH.match(_BULLET.sub("", text).strip())
-    return match.group("n") if match else _person(text)
 
 
 # What the person could not eat or drink and now can: "微辣现在可以接受" takes back "用户不吃辣，因为吃辣会胃疼",
@@ -414,15 +381,16 @@ def _accepted_lines(fact: str, lines: list[str]) -> list[str]:
         refused = rf"(?:doesn't|does not|can't|cannot|don't|never)\s+(?:eats?|have|has|handles?|drinks?)\s+(?:[a-z]+\s+){{0,2}}?{re.escape(match.group('x')[:4])}"
     else:
         return []
-    who = _person(fact)
-    return [line for line in lines if refused and _person(line) == who and re.search(refused, line, re.I)]
+    who = person(fact)
+    return [line for line in lines if refused and person(line) == who and re.search(refused, line, re.I)]
 
 
 # "my old street address": "old" says which of them, not what; "street" (or "home", "postal") is a kind of address
 # a line may not name ("The user's address at the new place is …").
 _DROPPED_COURSE_EN = re.compile(
-    r"\b(?:dropped|quit|gave up|stopped(?: taking)?)\s+(?:(?:the|my|their|his|her)\s+)?"
-    r"(?P<thing>(?-i:[A-Z])[\w-]+(?:\s+(?-i:[A-Z])[\w-]+)?)\s+(?:course|class|classes|lessons)\b",
+    r"\b(?:dropped|quit|gave up|stopped(?: taking)?|(?:that's|that is|it's|it is) the end of)\s+"
+    r"(?:(?:the|my|their|his|her)\s+)?(?P<thing>(?-i:[A-Z])[\w-]+(?:\s+(?-i:[A-Z])[\w-]+)?|[a-z]+)\s+"
+    r"(?:course|class|classes|lessons)\b",
     re.I,
 )
 
@@ -446,11 +414,11 @@ def _dropped_course_lines(fact: str, lines: list[str]) -> list[str]:
         return [
             line
             for line, span in spans.items()
-            if span and _person(line) == _person(fact) and _states(line, span[0]) and not someone_elses(line, span[0])
+            if span and person(line) == person(fact) and _states(line, span[0]) and not someone_elses(line, span[0])
         ]
-    thing, who = match.group("thing"), _person(fact)
+    thing, who = match.group("thing"), person(fact)
     learning = re.compile(
-        rf"\b(?:learn|study|studi|tak|class|course|lesson)\w*\b[^.;]{{0,30}}?\b{re.escape(thing)}\b", re.I
+        rf"\b(?:learn|study|studi|tak|teach|class|course|lesson)\w*\b[^.;]{{0,30}}?\b{re.escape(thing)}\b", re.I
     )
 
     def learns(line: str) -> bool:  # The person's own, not a relative's ("The user's sister is learning Italian").
@@ -459,7 +427,25 @@ def _dropped_course_lines(fact: str, lines: list[str]) -> list[str]:
         found = learning.search(line)
         return found is not None and not someone_elses(line, found.start())
 
-    return [line for line in lines if _person(line) == who and learns(line)]
+    return [line for line in lines if person(line) == who and learns(line)]
+
+
+# A business that closed: "我爸妈的茶餐厅上个礼拜关门了", "Arja's bakery closed last month" take back the lines that
+# have it open ("用户爸妈在怡保开了三十年茶餐厅").
+_CLOSED = re.compile(
+    r"(?P<zh>(?:(?!的)[\u4e00-\u9fff]){2,4}?)(?:上个?(?:礼拜|星期|月|周)|去年|前几天|最近|已经)?(?:正式)?(?:关门|倒闭|结业|停业)了|"
+    r"\b(?P<en>bakery|shop|store|restaurant|caf[eé]|bar|pub|salon|clinic|studio|business|company|startup)\s+"
+    r"(?:has\s+|had\s+)?(?:closed|shut down|went bust|went under|folded)\b",
+    re.I,
+)
+
+
+def _closed_lines(fact: str, lines: list[str]) -> list[str]:
+    if (match := _CLOSED.search(fact)) is None:
+        return []
+    thing = re.escape(match.group("zh") or match.group("en"))
+    who = person(fact)
+    return [line for line in lines if person(line) == who and re.search(thing, line, re.I) and not _CLOSED.search(line)]
 
 
 def takeback_lines(fact: str, content: str) -> list[str]:
@@ -467,8 +453,8 @@ def takeback_lines(fact: str, content: str) -> list[str]:
     person named in Chinese is read against that person's lines only, each read as if it were the user's."""
     lines = _lines(content)
     if (name := chinese_name(fact, lines)) is not None:
-        own = {line.replace(name, "用户", 1): line for line in lines if _BULLET.sub("", line).strip().startswith(name)}
-        said = _BULLET.sub("", fact).strip().replace(name, "用户", 1)
+        own = {line.replace(name, "用户", 1): line for line in lines if BULLET.sub("", line).strip().startswith(name)}
+        said = BULLET.sub("", fact).strip().replace(name, "用户", 1)
         return [own[line] for line in _taken_back(said, list(own))]
     return _taken_back(fact, lines)
 
@@ -476,5 +462,7 @@ def takeback_lines(fact: str, content: str) -> list[str]:
 def _taken_back(fact: str, lines: list[str]) -> list[str]:
     found = set(_negated_value_lines(fact, lines)) | set(forgotten_lines(fact, lines)) | set(_lost_lines(fact, lines))
     found |= set(_job_lines(fact, lines)) | set(_accepted_lines(fact, lines)) | set(_disposed_lines(fact, lines))
-    found |= set(_switched_lines(fact, lines)) | set(_dropped_course_lines(fact, lines))
-    return [line for line in lines if line in found and _BULLET.sub("", line).strip() != fact.strip()]
+    found |= (
+        set(_switched_lines(fact, lines)) | set(_dropped_course_lines(fact, lines)) | set(_closed_lines(fact, lines))
+    )
+    return [line for line in lines if line in found and BULLET.sub("", line).strip() != fact.strip()]

@@ -103,6 +103,10 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # v12: blind at its first reading (0.700 captured, 37 stale, 1 poison and 3 small-talk lines written); 0.936
         # and 3 stale since its leftover classes (an editor said to be discontinued, "lives in VS Code", is left).
         ("v12", 0.93, 3, 0, 0),
+        # v13: blind at its first reading (0.542 captured, 28 stale, nothing else written that should not be; the
+        # session start read the same); 0.934 and 0 stale since its classes (a second fact in one sentence, 她是广州人,
+        # and "Notion is where my whole life lives" are left).
+        ("v13", 0.93, 0, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -237,6 +241,11 @@ def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where
         ("- Works at Orbis Freight, laid off twice before.", "Orbis Freight", True),
         ("- 用户Fedora不折腾了，换成了macOS。", "Fedora", False),
         ("- 用户Fedora不折腾了，换成了macOS。", "macOS", True),
+        ("- Bikes to the office every day.", "bike", True),  # The verb names the bike.
+        ("- Likes biker films.", "bike", False),
+        ("- Ana started at Orbis, so that's the end of the violin lessons.", "violin", False),
+        ("- 用户爸妈的面馆上个月关门了。", "面馆", False),
+        ("- Marek's bakery closed last month.", "bakery", False),
     ],
 )
 def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: str, value: str, current: bool):

@@ -907,3 +907,85 @@ def test_teaching_somewhere_in_chinese_is_the_employer():
 )
 def test_session13_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
     assert superseded_lines(fact, content) == stale
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # The household's home said of the home, replaced by the new one.
+            "用户新家在鄞州，下个月搬。",
+            "- 我们家在宁波，离海不远。\n- 用户花生过敏。\n",
+            ["- 我们家在宁波，离海不远。"],
+        ),
+        (  # A business that closed takes back the line that has it open, the same person's only.
+            "用户爸妈的面馆上个月关门了。",
+            "- 用户爸妈在宁波开了二十年面馆。\n- 用户每天早上跑步。\n",
+            ["- 用户爸妈在宁波开了二十年面馆。"],
+        ),
+        (
+            "Marek's bakery closed last month.",
+            "- Marek runs a bakery in Brno.\n- Runs a bakery stall on Saturdays.\n",
+            ["- Marek runs a bakery in Brno."],
+        ),
+        (  # A course given up (课) takes back the line that does the thing with another verb.
+            "用户不再去书法课了，太远。",
+            "- 用户最近迷上书法了，每个礼拜天都练。\n- 用户每天早上跑步。\n",
+            ["- 用户最近迷上书法了，每个礼拜天都练。"],
+        ),
+        (  # "the end of the … lessons": the line that teaches or takes them.
+            "Ana started at Orbis on Monday, so that's the end of the violin lessons.",
+            "- Ana teaches violin to kids on weekends.\n- Ana lives in Porto.\n",
+            ["- Ana teaches violin to kids on weekends."],
+        ),
+        (  # A place one is in now is a home; a place one is in for now ("in hospital") is not.
+            "Ana lives in Braga since May.",
+            "- Ana is from Brazil originally, but Ana is in Porto now.\n- Ana is in hospital now.\n",
+            ["- Ana is from Brazil originally, but Ana is in Porto now."],
+        ),
+        (  # The way to work said "to and from".
+            "Takes the tram to work now.",
+            "- Cycles to and from the office every day.\n- Lives in Porto.\n",
+            ["- Cycles to and from the office every day."],
+        ),
+    ],
+)
+def test_v13_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "expected"),
+    [
+        (
+            "No longer swims.",
+            "- Likes to cook, go swimming, read and travel.\n- Ana likes swimming, chess and films.\n",
+            ("- Likes to cook, go swimming, read and travel.", "- Likes to cook, read and travel."),
+        ),
+        (
+            "Ana doesn't play chess anymore.",
+            "- Likes to cook, go swimming, read and travel.\n- Ana likes swimming, chess and films.\n",
+            ("- Ana likes swimming, chess and films.", "- Ana likes swimming and films."),
+        ),
+        # Two items or fewer: the line is the supersede rules', not a list to edit; nothing negated: nothing.
+        ("No longer swims.", "- Likes swimming and chess.\n", None),
+        ("Likes tea.", "- Likes to cook, go swimming, read and travel.\n", None),
+    ],
+)
+def test_a_thing_given_up_comes_out_of_a_list_line_and_the_rest_stays(fact, content, expected):
+    from guardian_app.write.list_items import dropped_item
+
+    assert dropped_item(fact, content) == expected
+
+
+def test_the_guardian_writes_the_list_without_the_item_and_the_negation_beside_it():
+    from guardian_app.write.heuristic_guardian import review_fact
+
+    content = "# USER.md\n\n## Preferences\n\n- Likes to cook, go swimming, read and travel.\n"
+    verdict = review_fact("No longer swims.", content, target_file="USER.md")
+    assert verdict.action == "write"
+    assert verdict.edits[0] == {
+        "op": "replace",
+        "find": "- Likes to cook, go swimming, read and travel.",
+        "text": "- Likes to cook, read and travel.",
+    }
+    assert verdict.edits[1]["op"] == "append" and verdict.edits[1]["text"] == "- No longer swims."
