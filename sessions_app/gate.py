@@ -16,7 +16,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,7 @@ from guardian_app.models import BehaviorCorrection
 from reflection_site import llm, memory_files, privacy, safe_files
 from reflection_site.celery import enqueue_on_commit
 from reflection_site.prompts import load_prompt
-from sessions_app import heuristic_gate
+from sessions_app import heuristic_gate, heuristic_rules
 from sessions_app.models import (
     ConversationContext,
     ConversationTurn,
@@ -88,6 +90,57 @@ def memory_file_headings() -> str:
         shown = "; ".join(headings[:MAX_HEADINGS_PER_FILE]) or "(no headings)"
         lines.append(f"- {name} ({decision}): {shown}")
     return "\n".join(lines)
+
+
+# Per file: (mtime_ns, size) and the names read from it, so that a worker reads a file again only when it changed.
+_PEOPLE_CACHE: dict[str, tuple[tuple[int, int], frozenset[str]]] = {}
+
+
+# A line's opening that is a time, a pronoun or a place word, not a name ("下周组会…", "我们家…", "每天…").
+_NOT_A_NAME = re.compile(r"^(?:用户|我|你|他|她|它|这|那|每|下|上|今|明|昨|前|后|周|礼拜|星期|最近|现在|以前|以后)")
+_KIN_OR_THING = re.compile(rf"^(?:{heuristic_rules.ZH_KIN})")
+
+
+def _names_in(text: str) -> frozenset[str]:
+    """Names a file holds: who a relation line is about ("诗涵是用户的太太。"), and a name that opens two lines or more
+    ("诗涵在一家中餐馆做会计。", "诗涵最近迷上陶艺了。")."""
+    bodies = [line.lstrip("-* ").strip() for line in text.splitlines() if line.lstrip().startswith(("-", "*"))]
+    related = {m.group(1) for body in bodies if (m := re.match(r"^([\u4e00-\u9fff]{2,3})是用户的", body))}
+    # Two or three characters that open two lines or more, the longer kept where both open the same lines.
+    opening = Counter(body[:n] for body in bodies for n in (2, 3) if re.fullmatch(r"[\u4e00-\u9fff]+", body[:n]))
+    named = related | {
+        name
+        for name, count in opening.items()
+        if count >= 2
+        and not (
+            len(name) == 2
+            and any(opening[longer] == count for longer in opening if longer[:2] == name and len(longer) == 3)
+        )
+    }
+    return frozenset(name for name in named if not _NOT_A_NAME.match(name) and not _KIN_OR_THING.match(name))
+
+
+def people_named() -> frozenset[str]:
+    """The Chinese names that open a line of USER.md or MEMORY.md ("诗涵是用户的太太。", "诗涵在一家中餐馆做会计。"):
+    the people the offline gate reads a Chinese sentence about when it opens with their name."""
+    names: set[str] = set()
+    for name in {memory_files.active().file_for_decision.get(d) for d in ("UPDATE_USER", "UPDATE_MEMORY")} - {None}:
+        path = Path(settings.WORKSPACE_DIR) / name
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        key = (stat.st_mtime_ns, stat.st_size)
+        cached = _PEOPLE_CACHE.get(str(path))
+        if cached is None or cached[0] != key:
+            try:
+                text = safe_files.read_text(Path(settings.WORKSPACE_DIR), name) or ""
+            except OSError:
+                continue
+            cached = (key, _names_in(text))
+            _PEOPLE_CACHE[str(path)] = cached
+        names |= cached[1]
+    return frozenset(names)
 
 
 def prompt_corrections() -> list[BehaviorCorrection]:
@@ -225,7 +278,11 @@ def ask_gate(
     if offline:
         started = time.perf_counter()
         verdict = heuristic_gate.classify_turn(
-            user_message, agent_reply, context=list(window), corrections=correction_hints(corrections)
+            user_message,
+            agent_reply,
+            context=list(window),
+            corrections=correction_hints(corrections),
+            people=people_named(),
         )
         latency_ms = int(round((time.perf_counter() - started) * 1000))
         fact = verdict.candidate_fact if verdict.decision != Decision.NO_WRITE else None

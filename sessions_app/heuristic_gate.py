@@ -80,7 +80,7 @@ rewrites them in the third person, ``heuristic_english`` and ``heuristic_chinese
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from reflection_site import memory_files
@@ -149,7 +149,22 @@ class GateVerdict:
     confidence: float  # 0..1, how sure the rule was
 
 
-def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | None:
+def _known_person_zh(clause: str, people: Collection[str]) -> Finding | None:
+    """ "诗涵现在负责东南亚线路" when 诗涵 opens a line of the memory files: a fact about 诗涵, read as the rules read the
+    user's own ("我现在负责…") and written with the name, for MEMORY.md. A Chinese name has no capital to tell it
+    from a noun, so only the names the files already hold are read this way; "诗涵是我太太" is the relation rule's."""
+    name = next((p for p in sorted(people, key=len, reverse=True) if clause.startswith(p)), None)
+    if name is None or clause[len(name) :].startswith(("是", "，", ",", "说")):
+        return None
+    found = user_zh("我" + clause[len(name) :])
+    if found is None or found.decision == NO_WRITE or not found.fact or "用户" not in found.fact:
+        return None
+    return write_finding(
+        "UPDATE_MEMORY", found.fact.replace("用户", name, 1), "About someone the user knows.", found.confidence
+    )
+
+
+def _classify_statement(text: str, *, greeted: bool, people: Collection[str] = ()) -> Finding | Remember | None:
     """Run the rules on one statement, in precedence order; a bare remember request comes back as is."""
     if forgotten := forget_request(text):
         return forgotten
@@ -167,7 +182,15 @@ def _classify_statement(text: str, *, greeted: bool) -> Finding | Remember | Non
             )
         return remember
     if is_chinese(text):
-        checks: tuple[Callable[[str], Finding | None], ...] = (identity_zh, soul_zh, tools_zh, others_zh, loss, user_zh)
+        checks: tuple[Callable[[str], Finding | None], ...] = (
+            identity_zh,
+            soul_zh,
+            tools_zh,
+            lambda c: _known_person_zh(c, people),
+            others_zh,
+            loss,
+            user_zh,
+        )
         clause = text
     else:
         clause = said_of_them(expand(text))
@@ -273,7 +296,9 @@ def _listed_after(finding: Finding, text: str) -> Finding | None:
     return Finding(finding.decision, fact, finding.reason, finding.confidence)
 
 
-def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple[GateVerdict, str | None]:
+def _classify_message(
+    message: str, context: Sequence[tuple[str, str]], people: Collection[str] = ()
+) -> tuple[GateVerdict, str | None]:
     """The rule verdict, and the first plain statement (what a "written" correction may promote)."""
     if intro := rules.INTRO_ASIDE_EN.match(message):
         name = intro.group("full") or intro.group("name")
@@ -289,7 +314,7 @@ def _classify_message(message: str, context: Sequence[tuple[str, str]]) -> tuple
         if reading.kind != "statement":
             continue
         text = resolve_pronoun(reading.text, said_before + [r.text for r in readings[: readings.index(reading)]])
-        result = _classify_statement(text, greeted=reading.greeted)
+        result = _classify_statement(text, greeted=reading.greeted, people=people)
         if isinstance(result, Remember):
             result = resolve_bare_remember(previous, context)
         else:
@@ -365,8 +390,12 @@ def classify_turn(
     *,
     context: Sequence[tuple[str, str]] = (),
     corrections: Sequence[CorrectionHint] = (),
+    people: Collection[str] = (),
 ) -> GateVerdict:
     """Decide whether a turn holds something worth remembering, where, and as which fact.
+
+    ``people``: Chinese names the memory files already hold (``sessions_app.gate.people_named``); a sentence that
+    opens with one is read as a fact about that person.
 
     1. Split the user message into sentences and set aside questions, hypotheticals and small talk.
     2. Run the rules on each remaining sentence (remember, identity, soul, tools, user) and keep the
@@ -381,7 +410,7 @@ def classify_turn(
     Never raises on odd input; an empty or unreadable message is ``NO_WRITE``.
     """
     message = normalise(user_message)
-    verdict, statement = _classify_message(message, context)
+    verdict, statement = _classify_message(message, context, people)
     verdict = _apply_corrections(verdict, message, statement, corrections)
     if verdict.decision != NO_WRITE and not hold_reason(verdict.candidate_fact or ""):
         why = hold_reason(_without_forget_requests(message) if verdict.reason == FORGET_REASON else message)

@@ -410,3 +410,29 @@ def test_the_sweep_and_the_stats_roll_up_are_scheduled(db):
     assert rollup.task == "sessions_app.tasks.run_gate_stats_rollup"
     assert rollup.crontab.minute != "*" and rollup.crontab.hour == "*"  # Hourly.
     assert {sweep.task, rollup.task, "sessions_app.tasks.run_gate"} <= set(app.tasks)
+
+
+def test_a_chinese_sentence_opening_with_a_name_the_files_hold_is_about_that_person(
+    make_turn, guardian_calls, workspace
+):
+    # A Chinese name has no capital: only names the memory files already hold are read as people. Before the files
+    # name 美玲, "美玲现在…" is not taken for a fact about anyone; after, it is 美玲's, for MEMORY.md.
+    turn = make_turn(user="美玲现在负责华东区的销售，一个月要去两趟杭州。")
+    assert decide_turn(turn).decision == "NO_WRITE"
+
+    (workspace / "USER.md").write_text("# USER.md\n\n- 美玲是用户的太太。\n", encoding="utf-8")
+    (workspace / "MEMORY.md").write_text(
+        "# MEMORY.md\n\n- 下周组会改到周四。\n- 下周组会取消了。\n- 公司搬到了浦东。\n- 公司现在在家办公。\n",
+        encoding="utf-8",
+    )
+    assert gate.people_named() == frozenset({"美玲"})  # Not 下周组会 or 公司: a time and a thing.
+    again = make_turn(user="美玲现在负责华东区的销售，一个月要去两趟杭州。")
+    decision = decide_turn(again)
+    assert (decision.decision, decision.candidate_fact) == (
+        "UPDATE_MEMORY",
+        "美玲现在负责华东区的销售，一个月要去两趟杭州。",
+    )
+
+    # A name that opens two lines is a person too, read again when the file changes.
+    (workspace / "MEMORY.md").write_text("# MEMORY.md\n\n- 若兰在医院上班。\n- 若兰每天跑步。\n", encoding="utf-8")
+    assert gate.people_named() == frozenset({"美玲", "若兰"})
