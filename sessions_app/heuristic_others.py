@@ -29,7 +29,13 @@ _CHANGES_EN = (
     + r")\b|"
     r"had (?:a|her|his|their) (?:first |second |third )?(?:baby|child|son|daughter|twins)\b|is (?:pregnant|expecting)\b|"
     r"(?:went|gone|is going|has gone) back to\s+\w|got (?:a new job|promoted|a job)\b|graduated\b|"
-    r"bought (?:a|an) (?:[\w-]+\s+)?(?:house|flat|home|apartment|farm|cottage)\b"
+    r"bought (?:a|an) (?:[\w-]+\s+)?(?:house|flat|home|apartment|farm|cottage)\b|"
+    # Who they are with: "Ruairí's been going out with Tahnee", "Lena is dating Omar".
+    r"(?:(?:has|had) been |is |was |been )?(?:going out with|dating|engaged to|married to|in a relationship with)\s+"
+    r"(?-i:[A-Z\u00c0-\u024f\u4e00-\u9fff])|"
+    # A permit, a visa, a licence or a degree: "俊杰 got his Stamp 4 through", "Ana got her residency".
+    r"got (?:his|her|their) (?:[\w-]+ ){0,2}?(?:visa|permit|stamp|residency|residence|licence|license|citizenship|"
+    r"passport|green card|degree|phd|masters?)\b"
 )
 _WHEN = r"(?:(?:actually|just|recently|finally|now|also|has|have|had|again)\s+)*"
 OTHER_EN = re.compile(
@@ -106,7 +112,7 @@ _MENTION_ZH = re.compile(
 
 
 # A parent named by what the user calls them ("Mum turns 65 …"), and "'s" for "has" or "is" after a name or kin.
-_PARENT_AS_NAME_EN = re.compile(r"^(?-i:(?:Mum|Mom|Mommy|Mummy|Dad|Daddy|Mama|Papa))\b")
+_PARENT_AS_NAME_EN = re.compile(r"^(?-i:(?:Mum|Mom|Mommy|Mummy|Mam|Mammy|Ma|Dad|Daddy|Da|Mama|Papa|Pa))\b")
 _HAS_OR_IS_EN = re.compile(
     rf"^(?P<who>(?:my\s+)?(?:{rules.KIN_EN})|{_NAME}|[\u4e00-\u9fff]{{2,3}})['\u2019]s\s+(?=(?P<verb>been|got|getting|going|"
     r"moving|starting|having|expecting|pregnant|engaged|retiring)\b)",
@@ -120,7 +126,7 @@ _THEIRS_EN = re.compile(
 )
 # Something the user and someone did together: "Putri and I did the same master's in Lausanne".
 _WITH_ME_EN = re.compile(
-    rf"^(?P<name>{_NAME})\s+and\s+I\s+(?:did|studied|went to|grew up|met|worked|lived|shared|started|founded|were|used to|"
+    rf"^(?P<name>{_NAME})\s+and\s+I\s+(?:did|studied|went to|grew up|met|worked|lived|shared|started|founded|were|used to|got|adopted|bought|"
     r"have known each other|have been friends|share)\b|"
     # Where the user met someone: "I met Seo-yeon at the climbing gym" (not a time: "I met Tom at 5").
     rf"^I\s+(?:first\s+)?met\s+(?P<met>{_NAME})\s+(?:at|in|through|during|on)\s+(?!\d|noon|lunch|dinner|breakfast)"

@@ -375,7 +375,7 @@ EN_TIME_OPENER = re.compile(
 )
 ZH_TIME_WORDS = (
     r"最近|近来|近期|这几年|这些年|这几个月|这段时间|这阵子|前阵子|前段时间|前些日子|前几天|如今|现在|目前|眼下|"
-    r"(?:每)?(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上|中午)?|上周末|这周末|早上|晚上|平时|平日|"
+    r"(?:每个?)?(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上|中午)?|上周末|这周末|早上|晚上|平时|平日|"
     r"去年|今年|前年|上个月|这个月|上周|上星期|上礼拜|年初|年底|年中|月初|月底|后来|终于|已经|刚|刚刚|今天|昨天|前天|今早|今晚|"
     r"(?:\d+|[一二两三四五六七八九十几半]+)(?:年|个月|个星期|周|天)(?:前|以前|之前)|"
     r"(?:从|自从|自)(?:\d{2,4}年|去年|今年|上个月|[一二三四五六七八九十]+月)(?:开始|起|以来)?|"
@@ -579,6 +579,9 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         "the user's work, studies or skills",
         re.compile(
+            # An activity the user does: "I also do pilates and yoga" (not "do the dishes", "do nothing").
+            rf"^I\s+{ADV}do\s+(?!(?:not|it|that|this|the|a|an|some|so|what|nothing|something|anything|everything|my|our|"
+            r"your|his|her|their|too|well|fine|good|great|ok|okay|much|more|less|lots|a lot)\b)[a-z]+\b|"
             rf"^I\s+{ADV}(?:work|study|teach|manage|lead|run (?:a|an|my|the)|own|volunteer|play|speak|drive|ride|"
             r"cook|practi[cs]e|collect|attend|use|code|program|develop|design|maintain|support|write|"
             r"freelance|intern|contract)\b|"
@@ -732,7 +735,9 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
 )
 MY_DURABLE = frozenset(
     "name names nickname birthday wife husband partner son sons daughter daughters kid kids children child mother "
-    "mom mum father dad parents brother brothers sister sisters family dog dogs cat cats pet pets boss manager "
+    "mom mum mam mammy mummy mommy mama ma da pa daddy papa father dad parents brother brothers sister sisters family "
+    "dog laptop computer bike bicycle camera tablet "
+    "dogs cat cats pet pets boss manager "
     "team company employer job role title timezone email phone address hometown city country language pronouns "
     "age anniversary allergy allergies diet hobby hobbies favourite favorite colour color food team's "
     "girlfriend boyfriend fiance fiancee university school degree major salary car house apartment flat "
@@ -747,7 +752,8 @@ EVENT_NOUNS = frozenset(
 )
 MY_EN = re.compile(
     r"^(?P<det>my|our)\s+(?P<np>[\w' -]{1,40}?)\s+(?:is|are|was|were|has|have|lives|live|works|work|likes|like|loves|love|"
-    r"hates|goes|studies|turns|just turned|(?:(?:just|recently|now|finally)\s+)?(?:changed|switched) to|"
+    r"hates|goes|studies|turns|just turned|runs|owns|teaches|manages|coaches|speaks|volunteers|"
+    r"(?:(?:just|recently|now|finally)\s+)?(?:changed|switched) to|"
     # A habit of theirs: "My dad still paints every morning".
     r"(?:(?:still|also|now)\s+)?[a-z]+s\s+(?:[\w-]+\s+){0,3}?(?:every|each|daily|weekly)\b)\b",
     re.I,
@@ -859,7 +865,7 @@ VERBLESS_LIST_EN = re.compile(
 TRANSIENT_ZH = re.compile(r"今天|今晚|刚才|刚刚|此刻|这会儿|昨天|明天|今早")
 ZH_ADV = (
     r"(?:也|还|真的|很|非常|特别|比较|最|一直|还是|超级|超|挺|蛮|更|都|就|其实|本来|向来|从来|平时|一般|不太|不怎么|不是很|有点儿?|"
-    r"现在|如今|目前|早上|晚上|上午|下午|中午|周末|平日)*"
+    r"现在|如今|目前|早上|晚上|上午|下午|中午|周末|平日|最近|近来|这阵子)*"
 )
 ZH_DURABLE_MY = (
     r"名字|生日|老婆|妻子|丈夫|老公|女儿|儿子|孩子|猫|狗|宠物|时区|邮箱|家乡|老家|母语|工作|职业|公司|老板|爱好|专业|城市|"
@@ -937,7 +943,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
             r"(?:都)?(?:改成|改为|换成|改)[^，。；,;？?]{1,16}|"
             # Given up, with the reason after it: "韩语我不学了，实在没时间", "咖啡我已经不喝了".
             # "素食我坚持不下去了", "西班牙语课我退掉了": kept up no longer, or dropped.
-            r"^(?!我)(?:[\u4e00-\u9fff]{1,5}的)?[\u4e00-\u9fff]{2,6}?我(?:(?:不再|已经不|不)[\u4e00-\u9fff]|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起)|"
+            r"^(?!我)(?:[\u4e00-\u9fff]{1,5}的)?[\u4e00-\u9fff]{2,6}?我(?:(?:不再|已经不|不)[\u4e00-\u9fff]{1,2}|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起)|"
             r"(?:退|放弃|停|戒|取消|扔|卖)(?:掉|了)?)了(?:[，,。.！!]|$)"
         ),
         0.7,
@@ -1003,7 +1009,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         0.8,
     ),
     # "我对花粉过敏", and the thing first: "我芒果过敏".
-    ("the user's allergy", re.compile(r"^我(?:对.+?|[\u4e00-\u9fff]{1,6}?)过敏"), 0.85),
+    ("the user's allergy", re.compile(r"^我(?:对.+?|[\u4e00-\u9fff]{1,6}?)(?:过敏|不耐受)"), 0.85),
     # The household's home, and a new one: "我们家在宁波", "新家在Kimberley" (said without 我, read as the speaker's).
     (
         "a fact about the user's life",
@@ -1028,7 +1034,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         "the user's family, pets or health",
         re.compile(
             r"^我(?:又|也|还|刚|新)?(?:有|养了|养着|养|家里有)(?:一|两|二|三|四|五|六|几|\d+)?(?:个|只|条|位|匹)?.{0,4}?"
-            r"(?:猫|狗|孩子|女儿|儿子|宠物|兄弟|姐妹|鱼|兔子|鸟|糖尿病|哮喘|高血压)"
+            r"(?:猫|狗|孩子|女儿|儿子|宠物|兄弟|姐妹|鱼|兔子|鸟|糖尿病|哮喘|高血压|偏头痛|(?<![点些])(?![点些])[\u4e00-\u9fff]{1,3}(?:病|症|炎))"
         ),
         0.75,
     ),
@@ -1129,7 +1135,8 @@ NO_WRITE_REASONS = {
 # describes that person, so it goes to MEMORY.md; who they are to the user ("The user's boss is Noor.", "The user's
 # daughter's name is Clara.", "用户的女朋友叫美玲") describes the user and stays in USER.md.
 KIN_EN = (
-    r"sister|brother|mom|mum|mother|dad|father|parents|wife|husband|girlfriend|boyfriend|partner|fianc[ée]e?|"
+    r"sister|brother|mom|mum|mam|mammy|mummy|mommy|mama|ma|mother|dad|da|pa|daddy|papa|father|parents|wife|husband|girlfriend|"
+    r"boyfriend|partner|fianc[ée]e?|"
     r"daughter|son|kids|children|friend|cousin|aunt|uncle|grandma|grandpa|grandmother|grandfather|niece|nephew|"
     r"neighbou?r|roommate|flatmate|in-laws|mother-in-law|father-in-law"
 )

@@ -15,7 +15,26 @@ TOOL_CATEGORIES: dict[str, tuple[str, ...]] = {
     "shell": ("bash", "zsh", "fish", "nushell", "powershell"),
     "os": ("macos", "mac os", "linux", "windows", "ubuntu", "fedora", "debian", "arch linux", "nixos", "chromeos"),
     "browser": ("chrome", "firefox", "safari", "edge", "brave", "arc", "vivaldi", "opera"),
-    "phone": ("iphone", "android", "pixel", "galaxy"),
+    "phone": (
+        "iphone",
+        "android",
+        "pixel",
+        "galaxy",
+        "fairphone",
+        "oneplus",
+        "xiaomi",
+        "redmi",
+        "huawei",
+        "nokia",
+        "motorola",
+        "oppo",
+        "vivo",
+        "honor",
+        "nothing phone",
+        "xperia",
+    ),  # fmt: skip
+    # Computer-aided design: one at a time, as an editor.
+    "cad": ("fusion 360", "onshape", "solidworks", "autocad", "freecad", "sketchup", "rhino", "shapr3d", "catia"),
     # The computer one uses day to day, by its line's name: one at a time, as a phone.
     "computer": tuple(
         "macbook|macbook pro|macbook air|thinkpad|chromebook|surface laptop|surface pro|xps|imac|mac mini|mac studio|"

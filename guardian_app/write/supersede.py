@@ -25,6 +25,7 @@ from guardian_app.write.attribute_words import (
     DIETS,
     DIETS_ZH,
     GAVE_UP,
+    KIND_WORDS,
     TOOL_TO_CATEGORY,
     WEEKDAY_RE,
 )
@@ -202,6 +203,8 @@ def _attribute(fact: str) -> Attribute | None:
                 if k in _POSSESSIONS_NOT_KEYED:
                     continue  # Open-ended ("my hobby is…"): no single value. Plurals ("my kids are") never match.
                 key_name = key.format(k=_K_NORMAL.get(k, k))
+                if key == "my:{k}" and k in KIND_WORDS:  # "The user's phone is a Pixel 7" and "Uses a Fairphone 5".
+                    key_name = f"tool:{KIND_WORDS[k]}"
             else:
                 key_name = key
             if key.startswith("weekly:") and re.search(r"改成|改到|换成|换到", text):

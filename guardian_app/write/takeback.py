@@ -40,6 +40,8 @@ _NEGATED_VALUE_ZH = re.compile(
     # "现在不值夜班了": a plain 不 with 了 after the object; "太极拳不练了": the object before it.
     r"(?<![\u4e00-\u9fff]不)不(?P<verb2>[\u4e00-\u9fff])(?P<obj2>[\u4e00-\u9fff]{1,4}?)了|"
     r"(?P<obj3>[\u4e00-\u9fff]{2,4}?)(?:不再|已经不|不)(?P<verb3>[\u4e00-\u9fff])了|"
+    # The thing, then who, then a verb of two: "市集用户不去摆了".
+    r"(?P<obj4>[\u4e00-\u9fff]{2,6}?(?:用户|我))(?:不再|已经不|不)(?P<verb4>[\u4e00-\u9fff]{2})了|"
     # Dropped, whatever the person did with it: "西班牙语课用户退掉了", "素食，用户坚持不下去了".
     r"(?P<dropped>[\u4e00-\u9fff]{2,6}?)[，,]?(?:用户|我)(?:退|放弃|暂停|停|戒|取消|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起))(?:掉|了)?了|"
     r"(?:用户|我)(?:退掉|放弃|停掉|戒掉|取消|暂停|退订|退|停|戒)(?:掉)?了(?P<dropped2>[\u4e00-\u9fff]{2,6}?|[A-Za-z][\w .+-]{1,20}?)"
@@ -169,7 +171,7 @@ def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
                 stale.append(line)
                 continue
         if chinese is not None and (found := _negated_zh_in(fact, who, chinese, line)) is not None:
-            if _states(line, found):
+            if _states(line, found) and not _THEIRS_ZH.search(line[:found]):  # Not "用户的妈妈爱喝…".
                 stale.append(line)
     return stale
 
@@ -184,8 +186,9 @@ def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str
         if found is not None:
             return found.start()
         return None if CJK_RUN.search(line) else _in_english("", thing, line)
-    verb = chinese.group("verb") or chinese.group("verb2") or chinese.group("verb3")
-    obj = chinese.group("obj") or chinese.group("obj2") or chinese.group("obj3")
+    verb = chinese.group("verb") or chinese.group("verb2") or chinese.group("verb3") or chinese.group("verb4")
+    obj = chinese.group("obj") or chinese.group("obj2") or chinese.group("obj3") or chinese.group("obj4")
+    topic_first = bool(chinese.group("obj3") or chinese.group("obj4"))
     obj = obj if len(_COURSE.sub("", obj)) < 2 else _COURSE.sub("", obj)  # "不去陶艺课了": the thing is 陶艺.
     verbs = verb + (_ROLE_VERBS_ZH if verb in _ROLE_VERBS_ZH else "")
     found = re.search(rf"[{verbs}](?:了|着|过)?[^，。；,.;]{{0,4}}?{re.escape(obj)}", line)
@@ -197,11 +200,13 @@ def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str
     # it, whatever verb it uses ("每天早上去公园打太极拳").
     topic = re.compile(rf"^\W*(?:用户|{re.escape(who or '用户')})?(?:的)?{re.escape(obj)}")
     thing = obj
-    if chinese.group("obj3"):  # Its end: a name before it is not the thing ("红霞太极拳").
+    if topic_first:  # Its end: a name before it is not the thing ("红霞太极拳").
         thing = re.sub(r"(?:用户|我|他|她)$", "", obj)  # "韩语我不学了": the thing is 韩语, not 我.
         # Nor the name the fact opens with: "淑芬合唱团淑芬已经不去了" is about 合唱团, not 淑芬.
         thing = next((thing[: -len(e)] for e in _suffixes(thing)[1:] if fact.lstrip("- ").startswith(e)), thing)
-    if found is None and chinese.group("obj3"):
+    if found is None and len(obj) >= 3 and not topic_first:  # A thing named in full, at a clause's end: "一杯伯爵茶，".
+        found = re.search(rf"{re.escape(obj)}(?=[，。,.；;！!]|$)", line)
+    if found is None and topic_first:
         ends = [end for end in _suffixes(thing) if end not in {"用户", "自己"}]
         found = next((f for end in ends if (f := re.search(re.escape(end), line))), None)
     elif found is None and topic.search(line):
@@ -262,6 +267,8 @@ def _lost_lines(fact: str, lines: list[str]) -> list[str]:
 _KIN_ZH = re.compile(
     r"(?:姐姐|哥哥|妹妹|弟弟|妈妈|母亲|爸爸|父亲|父母|朋友|同事|老婆|老公|妻子|丈夫|儿子|女儿|孩子|阿姨|叔叔|舅舅|姑姑|邻居)[^，。；]{0,2}$"
 )
+# A relative's or a friend's, said as theirs ("用户的妈妈爱喝…"), not done with them ("跟同事打羽毛球").
+_THEIRS_ZH = re.compile(r"(?:用户的?|我的?|的)" + _KIN_ZH.pattern)
 
 
 def _had_in_chinese(head: str, line: str) -> re.Match[str] | None:
@@ -397,7 +404,7 @@ _DROPPED_COURSE_EN = re.compile(
 
 # A thing given up, one word: "Gave up tango." takes back "用户周四晚上去跳探戈" (a Chinese line, by the dictionary).
 _GAVE_UP_EN = re.compile(
-    r"\b(?:dropped|quit|gave up|stopped(?: going to| doing| playing)?)\s+(?:(?:the|my|their|his|her)\s+)?"
+    r"\b(?:dropped|quit|gave up|stopped(?: going to| doing| playing)?)\s+(?:(?:the|my|their|his|her)\s+)?(?:[a-z-]+\s+)?"
     r"(?P<thing>[A-Za-z][a-z-]+(?<!ing))\s*(?:[.,;!]|$)",
     re.I,
 )
@@ -405,12 +412,18 @@ _GAVE_UP_EN = re.compile(
 
 def _dropped_course_lines(fact: str, lines: list[str]) -> list[str]:
     """ "Dropped the Italian course" takes back the person's lines that learn it ("Is learning Italian.",
-    "用户在学意大利语。"); "Gave up tango." the Chinese lines that do it."""
+    "用户在学意大利语。"); "Gave up tango." the Chinese lines that do it, "Gave up evening naps." "Loves taking naps"."""
     if not (match := _DROPPED_COURSE_EN.search(fact)):
         thing = (given := _GAVE_UP_EN.search(fact)) and given.group("thing").lower()
         if not thing or thing in stop_words():
             return []
-        spans = {line: glossary.find(thing, line) for line in lines if CJK_RUN.search(line)}
+        liked = re.compile(
+            rf"\b(?:loves?|likes?|enjoys?|takes?|taking|has|goes to|plays?)\b[^.;]{{0,20}}\b{re.escape(thing)}\b", re.I
+        )
+        spans = {
+            line: glossary.find(thing, line) if CJK_RUN.search(line) else ((m := liked.search(line)) and m.span())
+            for line in lines
+        }
         return [
             line
             for line, span in spans.items()

@@ -22,7 +22,9 @@ def subject(text: str) -> str | None:
 
 # "Dana works at Acme." is Dana's; "Works at Acme." and "Has been a nurse at …" are the user's.
 _NAME_AND_VERB = re.compile(
-    r"^(?!(?:Just|Now|Also|Still|Finally|Recently|Then|Today|Yesterday|Often|Usually|Already|Only|Never)\b)"
+    r"^(?!(?:Just|Now|Also|Still|Finally|Recently|Then|Today|Yesterday|Often|Usually|Already|Only|Never|Loves|Likes|"
+    r"Enjoys|Hates|Has|Is|Uses|Owns|Lives|Works|Plays|Speaks|Prefers|Drinks|Eats|Takes|Goes|Does|Runs|Reads|Keeps|"
+    r"Wants|Needs|Makes|Gets|Teaches|Studies|Rides|Drives|Cooks|Bakes|Grows|Collects|Attends|Visits)\b)"
     r"(?P<n>(?-i:[A-Z\u00c0-\u00de\u0100-\u017f][a-z\u00df-\u00ff\u0100-\u017f-]+))\s+(?:(?:now|also|still|just)\s+)?(?:[a-z]{2,}(?:s|ed)|sold|left|quit|got|bought|gave|took|lost|made|can|could|is|has|was|no)\b"
 )
 

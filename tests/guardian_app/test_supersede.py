@@ -989,3 +989,48 @@ def test_the_guardian_writes_the_list_without_the_item_and_the_negation_beside_i
         "text": "- Likes to cook, read and travel.",
     }
     assert verdict.edits[1]["op"] == "append" and verdict.edits[1]["text"] == "- No longer swims."
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # A thing named in full (three characters or more) given up takes back the line that has it with any verb;
+            # a relative's line ("用户的妈妈爱喝…") stays, and a line done with colleagues is still the user's.
+            "用户不再喝普洱茶了，晚上睡不着。",
+            "- 用户每天下午一杯普洱茶。\n- 用户的妈妈爱喝普洱茶。\n",
+            ["- 用户每天下午一杯普洱茶。"],
+        ),
+        (
+            "周日的足球用户不再去了。",
+            "- 用户每个周日跟同事踢足球。\n- 用户住在宁波。\n",
+            ["- 用户每个周日跟同事踢足球。"],
+        ),
+        (  # The thing, then who, then a verb of two characters; a time word before 不 is not the thing.
+            "周日的市集用户不去摆了。",
+            "- 用户每个周日去农夫市集摆摊。\n- 用户住在宁波。\n",
+            ["- 用户每个周日去农夫市集摆摊。"],
+        ),
+        (
+            "用户现在不吃素了，又开始吃鱼。",
+            "- 用户现在在银行上班。\n- 用户吃素。\n",
+            ["- 用户吃素。"],
+        ),
+        (  # A phone said as "the user's phone is" and one used now are one attribute; phone brands beyond the four.
+            "Uses a OnePlus 12 now.",
+            "- The user's phone is a Pixel 6.\n- Lives in Cork.\n",
+            ["- The user's phone is a Pixel 6."],
+        ),
+        (  # Computer-aided design tools exclude each other like editors.
+            "Switched to FreeCAD.",
+            "- Uses SolidWorks at work.\n- Lives in Cork.\n",
+            ["- Uses SolidWorks at work."],
+        ),
+        (  # A thing given up takes back the English line that likes or does it; a relative's stays.
+            "Gave up late-night snacks.",
+            "- Loves snacks while reading at night.\n- The user's brother loves snacks.\n",
+            ["- Loves snacks while reading at night."],
+        ),
+    ],
+)
+def test_v14_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale

@@ -1285,3 +1285,54 @@ def test_session13_classes(message: str, decision: str, fact: str | None):
 def test_v13_classes(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # v14's classes, in other words than the set's, with look-alikes.
+        ("每个礼拜天下午我都去图书馆看书。", "UPDATE_USER", "用户每个礼拜天下午都去图书馆看书。"),
+        ("最近迷上攀岩了。", "UPDATE_USER", "用户最近迷上攀岩了。"),
+        ("我最近有点累。", "NO_WRITE", None),
+        ("我对乳糖不耐受。", "UPDATE_USER", "用户对乳糖不耐受。"),
+        ("我有鼻炎，春天最难受。", "UPDATE_USER", "用户有鼻炎，春天最难受。"),
+        ("我有点发炎。", "NO_WRITE", None),
+        ("周日的球我不去踢了，膝盖疼。", "UPDATE_USER", "周日的球用户不去踢了，膝盖疼。"),
+        ("so I taught myself Blender.", "UPDATE_USER", "Uses Blender."),
+        ("I have been practising the cello.", "UPDATE_USER", "Is learning the cello."),
+        ("Ma runs a guesthouse in Sligo.", "UPDATE_MEMORY", "The user's ma runs a guesthouse in Sligo."),
+        ("My dad teaches chemistry in Cork.", "UPDATE_MEMORY", "The user's dad teaches chemistry in Cork."),
+        ("My nose runs every morning.", "NO_WRITE", None),
+        ("My laptop's a ThinkPad X1.", "UPDATE_USER", "The user's laptop is a ThinkPad X1."),
+        ("Signed the lease, so Galway is home now.", "UPDATE_USER", "Lives in Galway now."),
+        ("I'm on a OnePlus 12 now.", "UPDATE_USER", "Uses a OnePlus 12 now."),
+        ("I'm on a call now.", "NO_WRITE", None),
+        ("Moved house, we're in Drumcondra now.", "UPDATE_USER", "Lives in Drumcondra now."),
+        ("My company transferred me to Lyon.", "UPDATE_USER", "Moved to Lyon."),
+        ("Moved all my sketches over to Procreate.", "UPDATE_USER", "Switched to Procreate."),
+        (
+            "First day at Keane & Co as a junior architect.",
+            "UPDATE_USER",
+            "Started working at Keane & Co as a junior architect.",
+        ),
+        ("No more late-night snacks for me.", "UPDATE_USER", "Gave up late-night snacks."),
+        (
+            "Climbing is off the list, my wrist is wrecked.",
+            "UPDATE_USER",
+            "Gave up Climbing, their wrist is wrecked.",
+        ),
+        ("I also do karate.", "UPDATE_USER", "Also does karate."),
+        ("I do think so.", "NO_WRITE", None),
+        (
+            "Siobhán has been going out with Dara for a year.",
+            "UPDATE_MEMORY",
+            "Siobhán has been going out with Dara for a year.",
+        ),
+        ("佳慧 got her residency last month.", "UPDATE_MEMORY", "佳慧 got her residency last month."),
+        ("Lena is seeing a therapist.", "NO_WRITE", None),
+        ("Dara and I adopted a greyhound.", "UPDATE_MEMORY", "Dara and the user adopted a greyhound."),
+    ],
+)
+def test_v14_classes(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
