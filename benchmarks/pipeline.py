@@ -15,6 +15,7 @@ Method (SQLite and the filesystem broker, the embedded default, or PostgreSQL an
    start-up is not counted; with the worker's CPU per turn (its processes, start-up excluded).
 
 Usage: python benchmarks/pipeline.py [--quick] [--tree DIR] [--database sqlite|postgres]
+  BENCH_CONCURRENCY=1 runs one pool process instead of the two `make run` starts.
   --quick   only the first 400 turns
   --tree    run another checkout's code (``git archive <commit> | tar -x -C DIR``) on the same turns
 """
@@ -96,7 +97,7 @@ def child(limit: int | None) -> dict:
     log_path = Path(settings.WORKSPACE_DIR) / "worker.log"
     with log_path.open("wb") as log:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "reflection_site", "worker", "-Q", "celery,guardian", "-c", "2",
+            [sys.executable, "-m", "celery", "-A", "reflection_site", "worker", "-Q", "celery,guardian", "-c", os.environ.get("BENCH_CONCURRENCY", "2"),
              "-P", "prefork", "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING"],
             env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
