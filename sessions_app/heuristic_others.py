@@ -92,6 +92,24 @@ _NAMED_FACT_EN = re.compile(
 )
 # Where the told fact ends and the user's own thoughts begin: "…moved back to the suburbs, so I was thinking …".
 _TELLING_ENDS = re.compile(r",?\s+(?:so|and so|which|because|but|and I|and we)\b.*$|\s*[,;:\u2014\u2013-]\s+.*$", re.I)
+# A later clause that still tells about them, kept: ", she's a paramedic over there", ", back home in Iloilo".
+_TOLD_TOO = re.compile(
+    r"^,\s*(?:(?:she|he|they)(?:'s|\u2019s| is| are| works| lives)\s+(?!(?:asked|told|going to|gonna)\b)[^,;.!?]*|"
+    r"back (?:home )?in (?-i:[A-Z\u00c0-\u024f])[^,;.!?]*|in (?-i:[A-Z\u00c0-\u024f])[^,;.!?]*)",
+    re.I,
+)
+
+
+def _told(rest: str) -> str:
+    """``rest`` up to where the telling ends (``_TELLING_ENDS``), with the clauses after it that still tell about the
+    person ("…for a year now, she's a paramedic over there"): a second fact in the same sentence is not lost."""
+    kept = _TELLING_ENDS.sub("", rest)
+    tail = rest[len(kept) :]
+    while (more := _TOLD_TOO.match(tail)) and not re.search(r"\b(?:I|me|my)\b", more.group(0)):
+        kept, tail = kept + more.group(0), tail[more.end() :]
+    return kept
+
+
 _PRONOUN_EN = re.compile(rf"^(?P<pron>she|he|they)\s+(?P<rest>{_WHEN}(?:{_CHANGES_EN}).*)$", re.I)
 _MENTION_EN = re.compile(
     rf"\bmy\s+(?:(?:old|best|close|good|oldest|younger|older|little|big)\s+)?(?P<rel>{_RELATIONS_EN})\s+"
@@ -159,22 +177,22 @@ def others_en(clause: str) -> Finding | None:
             "is " if re.match(r"^['\u2019]s\s+\w+ing\b", told.group("rest")) else "has ",
             told.group("rest"),
         )
-        fact = finish_en(f"{who}{told.group('name')} {rewrite(_TELLING_ENDS.sub('', rest))}")
+        fact = finish_en(f"{who}{told.group('name')} {rewrite(_told(rest))}")
         return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: a change in their life.", 0.7)
     if _THEIR_NEWS_EN.match(clause):
         return write_finding(
             "UPDATE_MEMORY", finish_en(rewrite(clause)), "About someone the user knows: a change in their life.", 0.65
         )
     if news := _NEWS_EN.match(clause):
-        fact = finish_en(f"{news.group('name')} {rewrite(_TELLING_ENDS.sub('', news.group('rest')))}")
+        fact = finish_en(f"{news.group('name')} {rewrite(_told(news.group('rest')))}")
         return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: a change in their life.", 0.7)
     match = OTHER_EN.match(clause)
     if match is None and (named := _NAMED_FACT_EN.match(clause)):
-        fact = finish_en(f"{named.group('name')} {rewrite(_TELLING_ENDS.sub('', named.group('rest')))}")
+        fact = finish_en(f"{named.group('name')} {rewrite(_told(named.group('rest')))}")
         return write_finding("UPDATE_MEMORY", fact, "About someone the user knows.", 0.65)
     if match is None:
         return None
-    rest = _TELLING_ENDS.sub("", match.group("rest"))
+    rest = _told(match.group("rest"))
     fact = finish_en(f"The user's {match.group('rel').lower()} {match.group('name')} {rewrite(rest)}")
     return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: a change in their life.", 0.7)
 

@@ -1331,6 +1331,18 @@ def test_v13_classes(message: str, decision: str, fact: str | None):
         ("佳慧 got her residency last month.", "UPDATE_MEMORY", "佳慧 got her residency last month."),
         ("Lena is seeing a therapist.", "NO_WRITE", None),
         ("Dara and I adopted a greyhound.", "UPDATE_MEMORY", "Dara and the user adopted a greyhound."),
+        # A later clause that still tells about them is kept; one about the user is not.
+        (
+            "Siobhán moved to Galway, she's a midwife at the hospital there.",
+            "UPDATE_MEMORY",
+            "Siobhán moved to Galway, she's a midwife at the hospital there.",
+        ),
+        (
+            "Dara is getting married in June, back home in Sligo.",
+            "UPDATE_MEMORY",
+            "Dara is getting married in June, back home in Sligo.",
+        ),
+        ("Dara moved to Cork, he's asked me to visit.", "UPDATE_MEMORY", "Dara moved to Cork."),
     ],
 )
 def test_v14_classes(message: str, decision: str, fact: str | None):
