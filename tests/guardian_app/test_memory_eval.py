@@ -267,12 +267,13 @@ def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: 
         ("v12", 130, "Levan", "若兰"),
         ("v13", 130, "Desmond", "诗涵"),
         ("v14", 130, "Niamh", "俊杰"),
+        ("v15", 130, "Efua", "浩然"),
     ],
 )
 def test_the_later_blind_sets_load_with_their_promised_size_and_say_where_each_turn_came_from(
     name, most_turns, owner, partner
 ):
-    """v8-v14 were blind like v4-v7: frozen before any replay; this only checks the file each builder froze (size,
+    """v8-v15 were blind like v4-v7: frozen before any replay; this only checks the file each builder froze (size,
     languages, speakers, every turn's source)."""
     sessions = load_corpus(CORPUS.with_name(f"conversations_heldout_{name}.jsonl"))
     turns = [turn for session in sessions for turn in session["turns"]]
