@@ -1027,7 +1027,9 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
         "a fact about the user's life",
         # Not what it just did: "猫把花瓶打翻了", "狗又叫了一晚上".
-        re.compile(rf"^我(?:的)?(?:{ZH_DURABLE_MY})(?!把|被|又|刚|今天|昨天|刚才|一直在|在(?:睡|叫|吃|闹|哪))"),
+        re.compile(
+            rf"^我(?:的)?(?:{ZH_DURABLE_MY})(?!把|被|又|刚|今天|昨天|刚才|一直在|在(?:睡|叫|吃|闹|哪)|都快|都被|快要|快被|差点)"
+        ),
         0.75,
     ),
     (

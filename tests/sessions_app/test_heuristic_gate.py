@@ -1348,3 +1348,20 @@ def test_v13_classes(message: str, decision: str, fact: str | None):
 def test_v14_classes(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # v15's small talk: a thing's state now ("车都快被埋了"), 死了 after a two-character feeling ("无聊死了").
+        ("外面又刮大风了，伞都快吹坏了。", "NO_WRITE", None),
+        ("我的车都快没油了。", "NO_WRITE", None),
+        ("我的车是一辆二手的本田。", "UPDATE_USER", "用户的车是一辆二手的本田。"),
+        ("闷死了，出去走走。", "NO_WRITE", None),
+        ("懒死了，今天不做饭。", "NO_WRITE", None),
+        ("我的猫去年死了。", "UPDATE_USER", "用户的猫去年死了。"),
+    ],
+)
+def test_v15_small_talk_classes(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
