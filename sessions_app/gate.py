@@ -99,6 +99,7 @@ _PEOPLE_CACHE: dict[str, tuple[tuple[int, int], frozenset[str]]] = {}
 # A line's opening that is a time, a pronoun or a place word, not a name ("下周组会…", "我们家…", "每天…").
 _NOT_A_NAME = re.compile(r"^(?:用户|我|你|他|她|它|这|那|每|下|上|今|明|昨|前|后|周|礼拜|星期|最近|现在|以前|以后)")
 _KIN_OR_THING = re.compile(rf"^(?:{heuristic_rules.ZH_KIN})")
+_CHINESE = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _names_in(text: str) -> frozenset[str]:
@@ -282,7 +283,7 @@ def ask_gate(
             agent_reply,
             context=list(window),
             corrections=correction_hints(corrections),
-            people=people_named(),
+            people=people_named() if _CHINESE.search(user_message) else (),  # Only a Chinese sentence opens with one.
         )
         latency_ms = int(round((time.perf_counter() - started) * 1000))
         fact = verdict.candidate_fact if verdict.decision != Decision.NO_WRITE else None

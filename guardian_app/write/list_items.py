@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from guardian_app.write.whose import BULLET
 from reflection_site.text import content_words, stem
 
 _GIVEN_UP = re.compile(
@@ -15,7 +16,6 @@ _GIVEN_UP = re.compile(
 )
 # The words of a negation that say it ended, not what ended.
 _ENDING_WORDS = frozenset({"longer", "anymore", "more", "gave", "give", "quit", "stop", "drop", "up"})
-_BULLET = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)")
 # One item of a list: between commas, or after the last ", and" / " and".
 _SPLIT = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
 _OPENING = re.compile(
@@ -46,10 +46,10 @@ def dropped_item(fact: str, content: str) -> tuple[str, str] | None:
     if not _GIVEN_UP.search(fact):
         return None
     wanted = {_root(word) for word in content_words(fact)} - _ENDING_WORDS
-    who = _subject(_BULLET.sub("", fact).strip())
+    who = _subject(BULLET.sub("", fact).strip())
     found: list[tuple[str, str]] = []
     for line in content.splitlines():
-        bullet = _BULLET.match(line)
+        bullet = BULLET.match(line)
         body = line[bullet.end() :] if bullet else ""
         opening = _OPENING.match(body)
         if opening is None or _subject(body) != who or _GIVEN_UP.search(body):
@@ -60,5 +60,5 @@ def dropped_item(fact: str, content: str) -> tuple[str, str] | None:
             continue
         kept = [item for item in items if item is not hits[0]]
         listed = ", ".join(kept[:-1]) + f" and {kept[-1]}"
-        found.append((line, f"{bullet.group(1)}{opening.group('head')}{listed}."))
+        found.append((line, f"{bullet.group(0)}{opening.group('head')}{listed}."))
     return found[0] if len(found) == 1 else None
