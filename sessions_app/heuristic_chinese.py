@@ -87,10 +87,15 @@ _SUBJECT_ZH = re.compile(
 _TOPIC_ZH = re.compile(r"^[\u4e00-\u9fff]{1,8}?(?:里|中|当中|之中|方面)[，,]?(?=我)")
 
 
+# What a doctor or a test found, said as the speaker's own: "医生说我缺维生素D" is "我缺维生素D".
+_FOUND_BY_ZH = re.compile(r"^(?:医生|大夫|体检|检查|化验|验血|报告)(?:结果)?(?:说|发现|查出(?:来)?|显示)(?:了)?我")
+
+
 def user_zh(clause: str) -> Finding | None:
     """A durable fact of the speaker's. Chinese often leaves the subject out ("最近开始攀岩了", "现在用的是…"):
     a clause that names no one first, and has no 我 later in its first part ("家里我说了算" is said of the
     household), is the speaker's own and is read as "我…"."""
+    clause = _FOUND_BY_ZH.sub("我", clause, count=1)
     found = _user_zh(clause)
     if found is None and (topic := _TOPIC_ZH.match(clause)):
         # "古典音乐里我最喜欢的还是贝多芬": the field named first, then the speaker's statement; the fact keeps both.
@@ -121,13 +126,17 @@ def _either(match: re.Match[str], name: str) -> str:
     )
 
 
+def _given_up_in_order(match: re.Match[str]) -> str:
+    """ "瑜伽我不练了" → "我不再练瑜伽了"; a thing that opens with its verb keeps one: "跳绳我不跳了" → "我不再跳绳了"."""
+    verb, thing = _either(match, "verb"), _either(match, "thing")
+    return f"我不再{'' if thing.startswith(verb) else verb}{thing}了"
+
+
 def _user_zh(clause: str) -> Finding | None:
     clause = rules.WE_HOUSEHOLD_ZH.sub("我", clause)
     # The thing given up said first, in the usual order: "瑜伽我不练了" → "我不再练瑜伽了", "日语课我放弃了" →
     # "我放弃了日语课" (so the fact opens on its subject, whoever speaks).
-    clause = rules.GIVEN_UP_FIRST_ZH.sub(
-        lambda m: f"我不再{_either(m, 'verb')}{_either(m, 'thing')}了", clause, count=1
-    )
+    clause = rules.GIVEN_UP_FIRST_ZH.sub(_given_up_in_order, clause, count=1)
     clause = rules.DROPPED_FIRST_ZH.sub(
         lambda m: f"我{_either(m, 'verb') or '暂停'}了{_either(m, 'thing')}", clause, count=1
     )

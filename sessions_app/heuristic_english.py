@@ -221,6 +221,9 @@ def _said_without_i(clause: str) -> str:
         r"(?:a|an|my|our|the) |(?:moved|relocated|switched) (?:back )?to |moved (?:in with|into|back in with) |"
         r"handed in (?:my|the) notice\b|signed (?:on )?with (?-i:[A-Z])|traded in (?:my|the|a|an) |"
         r"started (?-i:[A-Z])[a-z]+ (?:on|in|at|with|classes|lessons)\b|(?:started|joined) (?:at|with) |"
+        # "Started my ward placement at Komfo Anokye", "picked up weekend shifts at …", "signed for a flat in …".
+        r"started (?:my|a|the) (?:[\w-]+ ){0,3}?(?:at|with) (?-i:[A-Z])|picked up (?:[\w-]+ ){0,3}?(?:shifts?|hours|work) |"
+        r"signed (?:for|a lease on) (?:a|an|the) |"
         r"(?:gave up|quit) (?!it\b|that\b|this\b)[a-z]+|stopped [a-z]+ing\b|switched jobs\b))",
         "I ",
         clause,

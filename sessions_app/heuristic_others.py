@@ -35,7 +35,14 @@ _CHANGES_EN = (
     r"(?-i:[A-Z\u00c0-\u024f\u4e00-\u9fff])|"
     # A permit, a visa, a licence or a degree: "俊杰 got his Stamp 4 through", "Ana got her residency".
     r"got (?:his|her|their) (?:[\w-]+ ){0,2}?(?:visa|permit|stamp|residency|residence|licence|license|citizenship|"
-    r"passport|green card|degree|phd|masters?)\b"
+    r"passport|green card|degree|phd|masters?)\b|"
+    # A test passed: "浩然 passed his citizenship test on Tuesday", "Adwoa passed the licensing exam".
+    r"passed (?:his|her|their|the|my) (?:[\w-]+ ){0,2}?(?:test|exams?|boards|viva|defen[cs]e|bar|finals)\b|"
+    # A stay planned: "…'s mum is coming over from Harbin in June to stay with us", "is flying in to visit in May".
+    r"(?:is|are) (?:coming|flying|moving) (?:over |out |down |up |in )?(?:from (?-i:[A-Z])[\w-]+ )?(?:(?:in|this|next) "
+    rf"(?:{rules._MONTHS}|{rules._SEASONS}|week|month|year) )?to (?:stay|visit|live)\b|"
+    r"(?:is|are) (?:coming|flying) (?:over |out |down |up |in )?(?:from (?-i:[A-Z])[\w-]+ )?in "
+    rf"(?:{rules._MONTHS})\b"
 )
 _WHEN = r"(?:(?:actually|just|recently|finally|now|also|has|have|had|again)\s+)*"
 OTHER_EN = re.compile(
@@ -82,7 +89,8 @@ _NAMED_FACT_EN = re.compile(
     r"^(?!(?:The|This|That|These|Those|It|He|She|They|We|You|I|My|Our|Your|Their|His|Her|There|Here|Everyone|"
     r"Everybody|Nobody|Someone|Somebody|Anyone|Each|Every|All|Both|Most|Some|One|Nothing|Everything|"
     r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day|Today|Tomorrow|Tonight|Yesterday)\b)"
-    rf"(?P<name>{_NAME}|[\u4e00-\u9fff]{{2,3}})\s+(?!works? (?:for|with) (?:me|us|you)\b)"
+    # "浩然's mum is coming over …": someone of theirs.
+    rf"(?P<name>(?:{_NAME}|[\u4e00-\u9fff]{{2,3}})(?:['\u2019]s (?:{rules.KIN_EN}))?)\s+(?!works? (?:for|with) (?:me|us|you)\b)"
     rf"(?P<rest>(?:{_CHANGES_EN}|is allergic to\b|is (?:a |an )?(?:{rules.DIETS})(?=\s*(?:[.,;!]|$))|"
     r"was born in\b|grew up in\b|"
     # Who they were to the user, and where: "Kadri was my flatmate back in Tartu".
@@ -144,7 +152,8 @@ _THEIRS_EN = re.compile(
 )
 # Something the user and someone did together: "Putri and I did the same master's in Lausanne".
 _WITH_ME_EN = re.compile(
-    rf"^(?P<name>{_NAME})\s+and\s+I\s+(?:did|studied|went to|grew up|met|worked|lived|shared|started|founded|were|used to|got|adopted|bought|"
+    rf"^(?P<name>{_NAME})\s+and\s+I\s+(?:(?:have|just|finally)\s+)*(?:did|studied|went to|grew up|met|worked|lived|shared|started|"
+    r"founded|were|used to|got|adopted|bought|set the date|are getting married|are moving|"
     r"have known each other|have been friends|share)\b|"
     # Where the user met someone: "I met Seo-yeon at the climbing gym" (not a time: "I met Tom at 5").
     rf"^I\s+(?:first\s+)?met\s+(?P<met>{_NAME})\s+(?:at|in|through|during|on)\s+(?!\d|noon|lunch|dinner|breakfast)"
@@ -165,8 +174,10 @@ def others_en(clause: str) -> Finding | None:
     """ "My friend Lara just moved back to the suburbs, so …" → "The user's friend Lara just moved back to the
     suburbs." (MEMORY.md)."""
     if _THEIRS_EN.match(clause) or _WITH_ME_EN.match(clause):
-        told = re.sub(r"(?:\s*[,;:\u2014\u2013]\s+|\s+(?:when|while|because|since)\s+).*$", "", clause)
-        return write_finding("UPDATE_MEMORY", finish_en(rewrite(told)), "About someone the user knows.", 0.65)
+        told = re.sub(r"\bset the date\s*[:,\u2014\u2013-]\s*", "set the date for ", clause, flags=re.I)  # Keep when.
+        told = re.sub(r"(?:\s*[;:\u2014\u2013]\s+|,\s+(?!in\s)|\s+(?:when|while|because|since)\s+).*$", "", told)
+        fact = re.sub(r"^(\S+ and the user) has\b", r"\1 have", rewrite(told))
+        return write_finding("UPDATE_MEMORY", finish_en(fact), "About someone the user knows.", 0.65)
     if gift := _GIFT_EN.match(clause):
         fact = finish_en(f"The user bought {gift.group('name')} {gift.group('thing')}")
         return write_finding("UPDATE_MEMORY", fact, "About someone the user knows: something given to them.", 0.65)

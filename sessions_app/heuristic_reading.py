@@ -34,9 +34,14 @@ def restore(text: str, spans: list[str]) -> str:
 
 def is_chinese(text: str) -> bool:
     """Whether the Chinese rules read this text: more CJK characters than Latin words outside code and URLs
-    ("我用 Mac" is Chinese, "My name is 李雷" is English)."""
+    ("我用 Mac" is Chinese, "My name is 李雷" is English). A name of several capitalised words counts as one word
+    ("我住在Prince Edward Island" is Chinese)."""
     protected, _ = protect(text)
+    protected = _NAME_RUN.sub("Name", protected)
     return count_cjk(protected) > len(re.findall(r"[A-Za-z]+(?:[.'/_-][A-Za-z0-9]+)*", protected))
+
+
+_NAME_RUN = re.compile(r"\b[A-Z][A-Za-z'-]*(?:[ \t]+(?:of |de |la |del |van |von )?[A-Z][A-Za-z'-]*)+")
 
 
 def normalise(text: str) -> str:
@@ -113,6 +118,13 @@ _INNER_TIME_ADVERB = re.compile(
 )
 
 
+# Who with or on top of what, before "I": "With Adwoa and Mum I speak Fante", "On top of residency I've picked up …".
+_WITH_OPENER = re.compile(
+    r"^(?P<opener>(?i:with|on top of|besides|apart from|alongside|along with|together with|at work|at home)\b"
+    r"[^,.;!?]{0,40}?)\s*,?\s+(?=(?:I|I'm|I've|I'd|I am|I have)\s)"
+)
+
+
 def move_time_opener(text: str) -> str:
     """A time or adverbial opener moved behind the first-person statement it opens, so that the rules, which
     read "I …" / "我…", see the statement: "These days I live in Leeds." → "I live in Leeds these days.",
@@ -122,6 +134,10 @@ def move_time_opener(text: str) -> str:
         body, end = re.match(r"^(.*?)([.!]*)$", rest, re.S).groups()
         opener = match.group("opener")
         return f"{body.rstrip(' ,')} {opener[0].lower()}{opener[1:]}{end}"
+    if match := _WITH_OPENER.match(text):  # "With Adwoa I speak Fante, …" → "I speak Fante with Adwoa, …".
+        first, more = re.match(r"^(.*?)((?:,|;|\s(?:but|so|because)\s|[.!]*$).*)$", text[match.end() :], re.S).groups()
+        opener = match.group("opener")
+        return f"{first.rstrip(' ,')} {opener[0].lower()}{opener[1:]}{more}"
     if match := rules.ZH_TIME_OPENER.match(text):
         opener = re.sub(r"[，,\s]+", "", match.group("opener"))
         return f"我{opener}{text[match.end() + 1 :]}"

@@ -378,6 +378,9 @@ ZH_TIME_WORDS = (
     r"(?:每个?)?(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上|中午)?|上周末|这周末|早上|晚上|平时|平日|"
     r"去年|今年|前年|上个月|这个月|上周|上星期|上礼拜|年初|年底|年中|月初|月底|后来|终于|已经|刚|刚刚|今天|昨天|前天|今早|今晚|"
     r"(?:\d+|[一二两三四五六七八九十几半]+)(?:年|个月|个星期|周|天)(?:前|以前|之前)|"
+    # Every day, and the hour: "每天早上七点前我都要跳绳", "冬天每天早上我吃一粒维生素D".
+    r"(?:冬天|夏天|春天|秋天|工作日)?(?:每天|每晚|每个?月|每年)(?:早上|晚上|上午|下午|中午)?|"
+    r"(?:早上|晚上|上午|下午|中午)?(?:\d{1,2}|[一二两三四五六七八九十]{1,3})点(?:半|钟)?(?:前|以前|之前|后|以后)?|"
     r"(?:从|自从|自)(?:\d{2,4}年|去年|今年|上个月|[一二三四五六七八九十]+月)(?:开始|起|以来)?|"
     r"\d{2,4}年(?:[一二三四五六七八九十\d]+月)?(?:份)?"
 )
@@ -414,13 +417,22 @@ DURABLE_ADJECTIVES = (
     r"building|writing|planning|moving to|responsible for|in charge of|working remotely|working from)\b|"
     # Where the user works now: "I'm at Zalando now" (a name, then "now").
     r"at (?-i:[A-Z][\w&.-]*)(?: (?-i:[A-Z][\w&.-]*)){0,3} now\b|"
+    # Or from a day on, said anywhere in the sentence: "I'm at Fletcher Inc, reviewing reports from home, from Monday".
+    r"at (?-i:[A-Z][\w&.-]*)(?: (?-i:[A-Z][\w&.-]*)){0,3}\b(?=[^.;!?]*\b(?:from|starting|as of) (?:on )?(?:monday|tuesday|"
+    r"wednesday|thursday|friday|saturday|sunday|tomorrow|next \w+|the (?:first|1st)\b))|"
     # A course the user attends: "I'm taking a watercolour class on Thursdays", "I'm taking piano lessons".
     r"taking (?:a |an )?(?:[\w-]+ ){0,2}?(?:class|classes|course|lessons)\b|"
+    # Training on the job: "I'm doing my residency in paediatrics", "I'm doing an apprenticeship with a joiner".
+    r"doing (?:my|a|an|the) (?:[\w-]+ )?(?:residency|internship|placement|apprenticeship|fellowship|rotation|phd|"
+    r"masters|master's|pgce|traineeship|clerkship)\b|"
     # Employment and residence said with other words: "I'm employed at Monzo", "I'm living in York".
     r"(?:employed|hired|contracted|interning|freelancing|contracting|on (?:the|their|a) [\w-]+ team|"
     # "I'm all settled in Porto now", "I'm now living in York": a home said with an adverb before it.
     r"(?:(?:all|fully|now|finally|properly|happily)\s+){0,2}(?:living|staying|settled|located|renting|resident|residing) "
     r"(?:in|at|near|outside)|a resident of|"
+    # "I'm sharing a house in Asokwa with two other nurses now".
+    r"(?:now\s+)?(?:sharing|renting) (?:a|an|my|our) (?:[\w-]+ )?(?:house|flat|apartment|place|home|room|condo|studio|"
+    r"cottage) (?:in|near|outside) (?-i:[A-Z])\w*|"
     # "I'm living with my brother in Bonn now": with whom or near what, then the place.
     r"(?:living|staying|renting) (?:with|near|close to|next to) [^,.;]{1,30}? in (?-i:[A-Z])\w*)\b"
 )
@@ -440,12 +452,21 @@ FULLY = r"(?:fully\s+|completely\s+|full\s+|totally\s+)?"
 LIFE_CHANGE_VERBS = (
     r"(?:moved|relocated|emigrated)\s+(?:back\s+|over\s+|out\s+)?(?:to|into|abroad)\b|joined\s+(?-i:[A-Z0-9])|"
     r"started\s+(?:at|a new job|a job|working (?:at|for)|(?:my|a) new (?:job|role|position))\b|"
+    r"started\s+(?:my|a|the)\s+(?:[\w-]+\s+){0,2}?(?:job|role|position|placement|residency|internship|apprenticeship|"
+    r"rotation|contract)\s+(?:at|with)\s+(?-i:[A-Z0-9])|"
     r"(?:took|got|accepted|landed|started)\s+(?:a|an|the)\s+(?:new\s+)?(?:job|position|role|offer)\b|"
     r"got\s+hired\b|was\s+hired\b|signed\s+(?:on\s+)?with\b|handed in (?:my|their|his|her) notice\b"
 )
 LIFE_CHANGE_EN = re.compile(rf"\b(?:{LIFE_CHANGE_VERBS})", re.I)
 # An update or a negation of something the user said before (the guardian replaces the old line).
 CHANGE_EN = re.compile(
+    # A service or membership ended: "I've cancelled Deezer as well", "I cancelled my gym membership" (not "I
+    # cancelled the meeting").
+    rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have|also)\s+)*(?:cancell?ed|unsubscribed from)\s+(?:my\s+)?"
+    r"(?:(?-i:[A-Z])|[\w-]+\s+(?:subscription|membership|account|plan|contract)\b)|"
+    # A new employer from a day on: "I start at the Acheampong-Fosu clinic on the first", "I'm starting at Wise".
+    r"^I\s+(?:am\s+|will\s+)?(?:start|starting|begin|beginning)\s+(?:work(?:ing)?\s+|my\s+(?:new\s+)?(?:job|role|"
+    r"position|placement|residency|internship)\s+)?(?:at|with)\s+(?:the\s+)?(?-i:[A-Z0-9])|"
     rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:switched|changed|moved|relocated|started|joined|quit|"
     r"left|gave up|stopped|dropped|ditched|swapped|traded|sold|gave away|got rid of|donated|scrapped|became|become|retired|resigned|handed in (?:my|their) notice|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
     # A decision to take up a way of living, said before it shows: "I've decided to go fully vegan", "I have
@@ -508,7 +529,8 @@ VAGUE_EN = re.compile(
 WE_HOUSEHOLD_EN = re.compile(
     rf"(?:^|(?<=[,;]\s))we\s+(?={ADV}(?:(?:do not|don't|no longer|now|just|finally|recently|still|have|have now)\s+)*"
     r"(?:live|lived|living|(?:moved|relocated)\s+(?:(?:back|over|away|out)\s+)?(?:to|into|in|abroad|house|home|away|out|"
-    r"here)|rent|own|sold|gave away|got rid of|adopted|rescued|bought a (?:house|flat|home|place|condo|"
+    r"here)|rent|own|sold|gave away|got rid of|adopted|rescued|signed (?:for|a lease on|the lease on)|"
+    r"bought a (?:house|flat|home|place|condo|"
     r"car|van|cottage|apartment)|(?:got|have|have got) (?:a|an|another|two|three) (?:new )?(?:[\w-]+ )?(?:pupp(?:y|ies)|"
     r"kittens?|dogs?|cats?|rabbits?|hamsters?|parrots?|birds?|tortoises?|guinea pigs?|horses?|fish))\b)",
     re.I,
@@ -714,6 +736,41 @@ USER_RULES_EN: tuple[tuple[str, re.Pattern[str], float], ...] = (
     ),
     # Something done with a frequency: "I drink two coffees every morning", "I call my mum twice a week".
     ("a habit", re.compile(rf"^I\s+{ADV}(?!(?:{HABIT_NOT})\b)[a-z]+(?<!ed)\b[^.;]*?\b(?:{FREQUENCY})\b", re.I), 0.65),
+    # A service or a thing by its name: "I have Spotify, and that has helped me…", "I've got Netflix and Disney+"
+    # (not a day, a month, a language or a class: "I have Monday off", "I have English at nine").
+    (
+        "what the user owns",
+        re.compile(
+            rf"^I\s+{ADV}(?:(?:also|now|just|finally)\s+)*(?:have|have got|got|pay for|subscribe to)\s+"
+            rf"(?!(?:{_MONTHS}|{_DAYS}|{LANGUAGES}|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|"
+            r"covid|god|faith|time|enough|no|nothing|none|class|classes|lessons?)\b)"
+            r"(?-i:[A-Z])[\w+&.-]*(?:\s+(?-i:[A-Z0-9])[\w+&.-]*){0,2}(?=\s*(?:[,;!]|\.\s|\.?$|\s+(?:and|now|too|as well|"
+            r"premium|plus|on my|at home)\b))",
+            re.I,
+        ),
+        0.65,
+    ),
+    # Work taken on at a named place: "I've picked up weekend shifts at Suárez-Orjuela", "took on locum work with …".
+    (
+        "the user's work, studies or skills",
+        re.compile(
+            rf"^I\s+{ADV}(?:(?:have|also|just|now)\s+)*(?:picked up|taken on|took on|got)\s+(?:[\w-]+\s+){{0,3}}?"
+            r"(?:shifts?|hours|work|gigs?|contracts?|locum work|cover)\s+(?:at|with|for|in)\s+(?:the\s+)?(?-i:[A-Z])",
+            re.I,
+        ),
+        0.7,
+    ),
+    # A home signed for: "We just signed for a flat in Timaná", "I signed the lease on a house near Kumasi".
+    (
+        "where the user lives or comes from",
+        re.compile(
+            rf"^I\s+{ADV}(?:(?:have|also|just|finally|now)\s+)*signed\s+(?:for|a lease on|the lease (?:on|for))\s+"
+            r"(?:a|an|the|our|my)\s+(?:new\s+)?(?:[\w-]+\s+)?(?:house|flat|apartment|place|home|condo|studio|cottage)\s+"
+            r"(?:in|near|outside)\s+(?-i:[A-Z])",
+            re.I,
+        ),
+        0.75,
+    ),
     (
         "what the user has signed up for",
         re.compile(
@@ -884,13 +941,13 @@ ZH_MOVE_OR_JOB = (
 )
 # The thing given up said first, with 我 or, for a habit's verb, without it ("咖啡戒了", "烟不抽了"; never "雨不下了").
 GIVEN_UP_FIRST_ZH = re.compile(
-    r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:不再|已经不|再也不|不)(?P<verb>[\u4e00-\u9fff])了|"
-    rf"^(?P<thing2>(?!雨|雪|风|天|我|他|她|它|你|咱|大家|别人|{ZH_KIN})[\u4e00-\u9fff]{{1,4}}?)(?:最近|现在|已经|再也|早就|早|都|也)*"
+    r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:先|暂时|就|也|都|现在|最近)*(?:不再|已经不|再也不|不)(?P<verb>[\u4e00-\u9fff])了|"
+    rf"^(?P<thing2>(?!雨|雪|风|天|我|他|她|它|你|咱|大家|别人|{ZH_KIN})(?:(?!我)[\u4e00-\u9fff]){{1,4}}?)(?:最近|现在|已经|再也|早就|早|都|也)*"
     r"不再?(?P<verb2>[吃喝抽练学弹跳跑骑开养玩打去])了"
 )
 DROPPED_FIRST_ZH = re.compile(
     r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:已经)?(?P<verb>退掉|放弃|停掉|戒掉|取消|退|停|戒)(?:掉)?了|"
-    r"^(?P<thing2>[\u4e00-\u9fff]{1,4}?|[A-Za-z][\w .+-]{0,20}?)(?:已经)?(?P<verb2>戒掉|戒|放弃|退掉|退订|取消订阅)了|"
+    r"^(?P<thing2>[\u4e00-\u9fff]{1,4}?|[A-Za-z][A-Za-z0-9 .+-]{0,20}?)我?(?:已经)?(?P<verb2>戒掉|戒|放弃|退掉|退订|取消订阅)了|"
     # Put aside: "尤克里里先放一放" (read as 暂停了).
     r"^我?(?P<thing3>(?!这|那|我|它|工作|事|活)[\u4e00-\u9fff]{1,6}?)(?:我)?(?:就|先|暂时)?(?:放一放|放放|放下了|搁置了|(?P<verb3>暂停)了)"
 )
@@ -1008,6 +1065,15 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         ),
         0.8,
     ),
+    # The home shared with someone, named first: "我跟浩然住在…", "我和老公一起生活在多伦多" (not "我跟他说…").
+    (
+        "where the user lives or works",
+        re.compile(
+            rf"^我(?:跟|和|与)(?!他们|她们)[^，。；,;说讲聊问告]{{1,12}}?(?:一起)?(?:(?:{ZH_NOW})[，,]?)*"
+            r"(?:住在|生活在|定居在|定居|安家|搬到|搬去|在[^，。；,;]{1,20}?(?:住|生活|安家|定居)(?!了?一))"
+        ),
+        0.75,
+    ),
     # "我对花粉过敏", and the thing first: "我芒果过敏".
     ("the user's allergy", re.compile(r"^我(?:对.+?|[\u4e00-\u9fff]{1,6}?)(?:过敏|不耐受)"), 0.85),
     # The household's home, and a new one: "我们家在宁波", "新家在Kimberley" (said without 我, read as the speaker's).
@@ -1037,6 +1103,14 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         re.compile(
             r"^我(?:又|也|还|刚|新)?(?:有|养了|养着|养|家里有)(?:一|两|二|三|四|五|六|几|\d+)?(?:个|只|条|位|匹)?.{0,4}?"
             r"(?:猫|狗|孩子|女儿|儿子|宠物|兄弟|姐妹|鱼|兔子|鸟|糖尿病|哮喘|高血压|偏头痛|(?<![点些])(?![点些])[\u4e00-\u9fff]{1,3}(?:病|症|炎))"
+        ),
+        0.75,
+    ),
+    # A lack the body has, found by a test: "我缺维生素D", "我有点贫血", "我缺铁" (said after "医生说").
+    (
+        "the user's family, pets or health",
+        re.compile(
+            r"^我(?:一直|有点|有些|比较|严重)?(?:缺(?:乏)?(?:维生素[A-Za-z0-9]{1,3}|铁|钙|锌|镁|叶酸)|贫血|有(?:点)?贫血)"
         ),
         0.75,
     ),

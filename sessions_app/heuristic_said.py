@@ -26,7 +26,9 @@ def said_plainly(clause: str) -> str:
 
 
 # A device named by its line and a number ("Fairphone 5", "Pixel 8") or its kind.
-_DEVICE_NAMED = rf"(?:(?-i:[A-Z])[\w-]+ \d+[a-z]?\b|(?:{rules.DEVICES})\b)"
+_DEVICE_NAMED = (
+    rf"(?:(?:(?-i:[A-Z])[\w-]+ )*(?-i:[A-Z])[\w-]+ (?-i:[A-Z])?\d+[a-z]?\b|(?:[\w-]+ )?(?:{rules.DEVICES})\b)"
+)
 _I = re.IGNORECASE
 _Rewrite = tuple[re.Pattern[str], "str | Callable[[re.Match[str]], str]"]
 
@@ -56,6 +58,24 @@ _REWRITES: tuple[_Rewrite, ...] = (
             r"^(?:.*?,\s*so\s+)?(?P<p>(?-i:[A-Z])[\w' -]{1,40}?) is (?:officially |now )*(?:my )?home now\b", _I
         ),
         r"I live in \g<p> now",
+    ),
+    # "so home is Cantagallo for now", "home's Kumasi these days": where one lives, said of the home.
+    (
+        re.compile(
+            r"^(?:.*?,\s*so\s+)?(?:my |our )?home(?:'s| is) (?:now )?(?P<p>(?-i:[A-Z])[\w'-]+(?: (?-i:[A-Z])[\w'-]+){0,3})"
+            r"(?= (?:for now|now|these days|for the time being)\b|[.!]*$)",
+            _I,
+        ),
+        r"I live in \g<p>",
+    ),
+    # A thing handed down: "My father-in-law gave me his old iPhone for free" (the user has it now).
+    (
+        re.compile(
+            r"^(?P<who>(?:my|our) [\w-]+|(?-i:[A-Z])[\w'-]+) (?:gave|handed|passed|sold) me (?:down )?"
+            rf"(?:his|her|their|its|a|an|the) (?P<t>(?:old |spare |used |second-hand )?{_DEVICE_NAMED})",
+            _I,
+        ),
+        r"I have the \g<t> from \g<who>",
     ),
     (re.compile(r"^I have been (?:working on|practi[cs]ing|playing) (?=(?:the|a|an)\s)", _I), "I am learning "),
     (re.compile(r"^(?:.*?\bso )?I (?:learned|learnt|taught myself|picked up) (?=(?-i:[A-Z0-9]))", _I), "I use "),

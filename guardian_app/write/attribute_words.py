@@ -19,7 +19,10 @@ TOOL_CATEGORIES: dict[str, tuple[str, ...]] = {
         "iphone",
         "android",
         "pixel",
+        "google pixel",
         "galaxy",
+        "samsung galaxy",
+        "samsung",
         "fairphone",
         "oneplus",
         "xiaomi",
@@ -44,6 +47,18 @@ TOOL_CATEGORIES: dict[str, tuple[str, ...]] = {
     "package manager": ("npm", "pnpm", "yarn", "bun", "pip", "poetry", "uv", "pipenv", "conda"),
     "notes app": ("obsidian", "notion", "evernote", "logseq", "bear", "onenote"),
     "chat app": ("slack", "teams", "discord", "mattermost", "钉钉", "飞书", "企业微信"),
+    # The music service one pays for: one at a time ("Spotify我退订了，现在听歌都用Deezer").
+    "music service": (
+        "spotify",
+        "deezer",
+        "apple music",
+        "tidal",
+        "youtube music",
+        "amazon music",
+        "qobuz",
+        "网易云音乐",
+        "qq音乐",
+    ),  # fmt: skip
 }
 TOOL_TO_CATEGORY = {tool: category for category, tools in TOOL_CATEGORIES.items() for tool in tools}
 # A word for a kind of thing that stands for any of its category: "Sold my laptop" and "Has a Chromebook".
@@ -97,7 +112,7 @@ LANGS = (
 
 # Something the person no longer has (``takeback``): "Sold the Brompton", "用户把自行车卖了", and a verb of having.
 DISPOSED_EN = re.compile(
-    r"\b(?:sold|gave away|got rid of|donated|scrapped|traded in)\s+(?:(?:the|my|our|their|his|her|a|an)\s+)?"
+    r"\b(?:sold|gave away|got rid of|donated|scrapped|traded in|cancell?ed|unsubscribed from)\s+(?:(?:the|my|our|their|his|her|a|an)\s+)?"
     r"(?P<thing>[\w'-]+(?:\s+(?!(?:to|for|on|in|at|last|this|yesterday|because|since|and|as|recently|now|already|today|finally|after|"
     r"before|online|off)\b)[\w'-]+){0,3})|"
     # The old one given to someone: "Gave my old Kindle to my niece."
@@ -129,7 +144,8 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "tool:{cat}",
             rf"\b(?:uses?|using|switched to|moved to|migrated to|prefers?|codes? in|writes? code in|works? in|"
-            rf"runs?|is on|on an?|has|owns?)\s+(?:(?:an?|the|my|their|his|her)\s+)?(?P<v>{TOOL_RE})\b",
+            rf"runs?|is on|on an?|has|owns?)\s+(?:(?:an?|the|my|their|his|her)\s+)?"
+            rf"(?:(?:old|new|used|second-hand|refurbished|[\w-]+'s)\s+){{0,2}}(?P<v>{TOOL_RE})\b",
         ),
         # "用的是公司发的ThinkPad": what is used may come after 的是 and who gave it.
         (
@@ -219,7 +235,8 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "home",
-            r"\b(?:bought|rents?|renting|owns?|shares?|has)\s+(?:a|an|their|his|her|my|our)\s+(?:new\s+)?(?:[\w-]+\s+){0,2}?"
+            r"\b(?:bought|rents?|renting|owns?|shares?|sharing|has|signed for|signed (?:a|the) lease on)\s+"
+            r"(?:a|an|their|his|her|my|our)\s+(?:new\s+)?(?:[\w-]+\s+){0,2}?"
             r"(?:house|flat|apartment|place|home|room|condo|studio|cottage)\s+(?:in|near|outside)\s+(?P<v>[^,.;]+)",
         ),
         ("home", r"\bcalls?\s+(?P<v>[A-Z][^,.;]*?)\s+home\b"),
@@ -257,6 +274,16 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"(?:at|for|with)\s+(?P<v>[A-Z0-9][^,.;]*)",
         ),
         ("employer", r"\b(?:joined|works? at|working at)\s+(?P<v>[^,.;]+)"),
+        # Training or a job begun at a place: "started their ward placement at Komfo Anokye", "Starts at the
+        # Acheampong-Fosu clinic on the first" (not "starts at 9").
+        (
+            "employer",
+            r"\bstarted\s+(?:their|his|her|my|a|the)\s+(?:new\s+)?(?:[\w-]+\s+){0,2}?(?:placement|residency|internship|"
+            r"rotation|job|role|position|apprenticeship|post)\s+(?:at|with)\s+(?P<v>[A-Z0-9][^,.;]*)|"
+            r"\b(?:starts|is starting|will start)\s+(?:work\s+)?at\s+(?:the\s+)?(?!(?:noon|midnight|one|two|three|four|five|six|"
+            r"seven|eight|nine|ten|eleven|twelve|weekend|end|start|beginning|same|top|bottom|latest|earliest)\b)"
+            r"(?P<v2>[^\W\d][^,.;]*)",
+        ),
         # A line of work at a named place: "Is doing payroll at Lehtmets-Laane", "does IT support for Kovač".
         (
             "employer",
@@ -295,6 +322,7 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "employer",
             r"(?:在|于)(?P<v>[^，。；,.;在]{1,20}?)(?:工作|上班|任职|就职|实习|教书|任教)|(?:跳槽到了?|跳槽去了?|入职了?|加入了?|"
+            r"跳到了?(?=[^，。；,.;]{0,20}?(?:公司|厂|集团|银行|医院|学校|单位))|"
             r"就职于|任职于|供职于|受雇于)(?P<v2>[^，。；,.;]+)|被(?P<v3>[^，。；,.;]{1,20}?)(?:录用|聘用|雇用|招进)|"
             r"(?:去|到|进)(?!年|过)了?(?P<v4>(?:[^，。；,.;]|\.(?=\S)){1,30}?)(?:工作|上班|任职|报到)|拿到了?(?P<v5>[^，。；,.;]{1,20}?)的\s*offer|"
             r"换了?(?:份|个)?(?:工作|公司)[^。；;]*?在(?P<v6>[^，。；,.;在]+)|"

@@ -151,7 +151,7 @@ def _contains(text: str, needle: str) -> bool:
 _AS_PAST = (
     r"(?:\b(?:left|quit|from|previously|formerly|no longer|used to|instead of|rather than|sold|gave away|got rid of|"
     r"dropped|gave up|stopped|moved out of|out of|instead|notice at|traded in|done at|laid off|let go|fired|made redundant|"
-    r"last day at|the end of)\b|不再|已经不|以前|放弃了|退掉了|暂停了|退订了)"
+    r"last day at|the end of|cancell?ed|unsubscribed from)\b|不再|已经不|以前|放弃了|退掉了|暂停了|退订了)"
 )
 
 

@@ -41,7 +41,7 @@ _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 _NEGATION_EN = re.compile(
     r"\bno longer\b|(?:\bnot\b|n't\b)[^.]{0,40}\b(?:anymore|any more|any longer)\b|\b(?:stopped|quit|gave up|left|dropped|"
-    r"ditched|handed in (?:their|his|her|my) notice|laid off|let go|made redundant|fired from|sacked|(?:done|finished) at|"
+    r"ditched|cancell?ed|unsubscribed from|handed in (?:their|his|her|my) notice|laid off|let go|made redundant|fired from|sacked|(?:done|finished) at|"
     r"last day at)\b|\bnot (?:a |an )?(?=" + DIETS + r")|^(?:used to|i used to)\b",  # "Used to play volleyball."
     _I,
 )

@@ -44,7 +44,7 @@ _NEGATED_VALUE_ZH = re.compile(
     r"(?P<obj4>[\u4e00-\u9fff]{2,6}?(?:用户|我))(?:不再|已经不|不)(?P<verb4>[\u4e00-\u9fff]{2})了|"
     # Dropped, whatever the person did with it: "西班牙语课用户退掉了", "素食，用户坚持不下去了".
     r"(?P<dropped>[\u4e00-\u9fff]{2,6}?)[，,]?(?:用户|我)(?:退|放弃|暂停|停|戒|取消|[\u4e00-\u9fff]{1,2}不(?:下去|了|动|起))(?:掉|了)?了|"
-    r"(?:用户|我)(?:退掉|放弃|停掉|戒掉|取消|暂停|退订|退|停|戒)(?:掉)?了(?P<dropped2>[\u4e00-\u9fff]{2,6}?|[A-Za-z][\w .+-]{1,20}?)"
+    r"(?:用户|我)(?:退掉|放弃|停掉|戒掉|取消|暂停|退订|退|停|戒)(?:掉)?了(?P<dropped2>[\u4e00-\u9fff]{2,6}?|[A-Za-z][A-Za-z0-9 .+-]{1,20}?)"
     r"(?:[，,。.；;！!]|$)"
 )
 # What a dropped class or course was of: "西班牙语课" is 西班牙语.
@@ -182,7 +182,8 @@ def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str
         "dropped2"
     ):  # Any line of the person's that holds the thing, in either language.
         thing = _COURSE.sub("", dropped) or dropped
-        found = next((f for end in _suffixes(thing) if (f := re.search(re.escape(end), line, re.I))), None)
+        ends = [end for end in _suffixes(thing) if end not in {"用户", "自己"}]  # Never the person: every line has it.
+        found = next((f for end in ends if (f := re.search(re.escape(end), line, re.I))), None)
         if found is not None:
             return found.start()
         return None if CJK_RUN.search(line) else _in_english("", thing, line)
@@ -274,7 +275,15 @@ _THEIRS_ZH = re.compile(r"(?:用户的?|我的?|的)" + _KIN_ZH.pattern)
 def _had_in_chinese(head: str, line: str) -> re.Match[str] | None:
     """Where a Chinese line has the thing an English fact gave up ("Sold the Skoda", "用户买了一辆二手的斯柯达"):
     a Chinese word for it after a verb of having (``reflection_site.glossary``)."""
-    span = glossary.find(head, line) if CJK_RUN.search(line) else None
+    if not CJK_RUN.search(line):
+        return None
+    span = glossary.find(head, line)
+    if (
+        span is None
+        and head.isascii()
+        and (named := re.search(rf"(?<![A-Za-z]){re.escape(head)}(?![A-Za-z])", line, re.I))
+    ):
+        span = named.span()  # A name in Latin letters, as it stands: "现在听歌都用Deezer".
     if span is None:
         return None
     return re.search(r"(?:有|买|养|骑|开|用(?!户))[^，。；]{0,8}$", line[: span[0]])

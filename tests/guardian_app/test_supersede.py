@@ -1034,3 +1034,42 @@ def test_the_guardian_writes_the_list_without_the_item_and_the_negation_beside_i
 )
 def test_v14_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
     assert superseded_lines(fact, content) == stale
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # A Latin name dropped in Chinese takes back only the lines that hold it, never every line of the user's.
+            "用户退订了Spotify，现在听歌都用Deezer。",
+            "- 用户乳糖不耐受。\n- 用户每个礼拜天去合唱团。\n- Has Spotify.\n",
+            ["- Has Spotify."],
+        ),
+        (  # A service cancelled takes back the Chinese line that uses it.
+            "Has cancelled Deezer as well.",
+            "- 用户现在听歌都用Deezer。\n- 用户住在多伦多。\n",
+            ["- 用户现在听歌都用Deezer。"],
+        ),
+        (  # A phone by its maker and line, and the old one handed down.
+            "Uses a Samsung Galaxy A35 now.",
+            "- Has the old iPhone from their father-in-law.\n- Lives in Cork.\n",
+            ["- Has the old iPhone from their father-in-law."],
+        ),
+        (  # Someone's home signed for, then another.
+            "Catalina lives in Cantagallo for now.",
+            "- Catalina just signed for a flat in Timaná.\n- Catalina is a doctor.\n",
+            ["- Catalina just signed for a flat in Timaná."],
+        ),
+        (  # A placement begun at one place, a job at another; a time is not a place of work.
+            "Adwoa starts at the Mercy clinic on the first.",
+            "- Adwoa started their ward placement at Komfo Anokye.\n- Adwoa starts at nine.\n",
+            ["- Adwoa started their ward placement at Komfo Anokye."],
+        ),
+        (  # A job change in Chinese said with 跳到 and a company.
+            "浩然换工作了，从农机厂跳到一家做电动车的公司。",
+            "- 浩然在一家做农机的公司当机械工程师。\n- 浩然最近开始学滑冰。\n",
+            ["- 浩然在一家做农机的公司当机械工程师。"],
+        ),
+    ],
+)
+def test_v15_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale

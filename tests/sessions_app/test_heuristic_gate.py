@@ -1365,3 +1365,64 @@ def test_v14_classes(message: str, decision: str, fact: str | None):
 def test_v15_small_talk_classes(message: str, decision: str, fact: str | None):
     verdict = classify_turn(message)
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # v15's capture classes, each with a look-alike that stays unwritten.
+        ("我住在Prince Edward Island。", "UPDATE_USER", "用户住在Prince Edward Island。"),
+        ("我和老公一起住在多伦多。", "UPDATE_USER", "用户和老公一起住在多伦多。"),
+        ("我跟他说在公司上班很累。", "NO_WRITE", None),
+        ("我跟她住同一个酒店。", "NO_WRITE", None),
+        ("Spotify我退订了。", "UPDATE_USER", "用户退订了Spotify。"),
+        ("跳绳我先不跳了，膝盖疼。", "UPDATE_USER", "用户不再跳绳了，膝盖疼。"),
+        ("瑜伽我暂时不练了。", "UPDATE_USER", "用户不再练瑜伽了。"),
+        ("每天早上七点前我都要跳绳二十分钟。", "UPDATE_USER", "用户每天早上七点前都要跳绳二十分钟。"),
+        ("七点前我得出门。", "NO_WRITE", None),
+        ("医生说我缺维生素D。", "UPDATE_USER", "用户缺维生素D。"),
+        ("I have Spotify, and I love it.", "UPDATE_USER", "Has Spotify, and the user loves it."),
+        ("I have Monday off.", "NO_WRITE", None),
+        ("I have English at nine.", "NO_WRITE", None),
+        ("I'm on a Samsung Galaxy A35 now.", "UPDATE_USER", "Uses a Samsung Galaxy A35 now."),
+        ("My uncle gave me his old iPad.", "UPDATE_USER", "Has the old iPad from their uncle."),
+        ("I've cancelled Netflix.", "UPDATE_USER", "Has cancelled Netflix."),
+        ("I cancelled my gym membership.", "UPDATE_USER", "Cancelled their gym membership."),
+        ("I cancelled the meeting.", "NO_WRITE", None),
+        ("I start at the Mercy clinic on Monday.", "UPDATE_USER", "Starts at the Mercy clinic on Monday."),
+        (
+            "I'm sharing a house in Leeds with two nurses.",
+            "UPDATE_USER",
+            "Is sharing a house in Leeds with two nurses.",
+        ),
+        ("I'm sharing a room in a hostel tonight.", "NO_WRITE", None),
+        ("I'm at Tesco, grabbing milk.", "NO_WRITE", None),
+        ("Home is Cork for now.", "UPDATE_USER", "Lives in Cork for now."),
+        ("I'm doing my residency in surgery.", "UPDATE_USER", "Is doing their residency in surgery."),
+        ("Picked up weekend shifts at Mercy.", "UPDATE_USER", "Picked up weekend shifts at Mercy."),
+        ("We signed for a flat in Cork.", "UPDATE_USER", "Signed for a flat in Cork."),
+        ("With my mum I speak Twi.", "UPDATE_USER", "Speaks Twi with their mum."),
+        ("With all due respect I think you're wrong.", "NO_WRITE", None),
+        ("Started my placement at Mercy this week.", "UPDATE_USER", "Started their placement at Mercy this week."),
+        ("Kojo passed his driving test.", "UPDATE_MEMORY", "Kojo passed his driving test."),
+        ("Tom passed the salt.", "NO_WRITE", None),
+        ("Kojo's mum is coming over in June.", "UPDATE_MEMORY", "Kojo's mum is coming over in June."),
+        ("The plumber is coming in June.", "NO_WRITE", None),
+        (
+            "Kojo and I have set the date: the 14th of February.",
+            "UPDATE_MEMORY",
+            "Kojo and the user have set the date for the 14th of February.",
+        ),
+    ],
+)
+def test_v15_capture_classes(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+def test_a_name_of_several_words_does_not_make_chinese_english():
+    from sessions_app.heuristic_reading import is_chinese
+
+    assert is_chinese("我住在Prince Edward Island")
+    assert not is_chinese("My name is 李雷")
+    assert not is_chinese("I met 李雷 at New York University")
