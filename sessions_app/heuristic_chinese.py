@@ -121,9 +121,17 @@ def user_zh(clause: str) -> Finding | None:
 
 def _either(match: re.Match[str], name: str) -> str:
     return next(
-        (match.group(key) for key in (name, f"{name}2", f"{name}3") if key in match.re.groupindex and match.group(key)),
+        (
+            match.group(key)
+            for key in (name, f"{name}2", f"{name}3", f"{name}4")
+            if key in match.re.groupindex and match.group(key)
+        ),
         "",
     )
+
+
+# A verb of one character said in two, as the rules read it: "阿拉伯语课我先停了" → "我暂停了阿拉伯语课".
+_ONE_CHARACTER_VERB = {"停": "暂停"}
 
 
 def _given_up_in_order(match: re.Match[str]) -> str:
@@ -138,7 +146,11 @@ def _user_zh(clause: str) -> Finding | None:
     # "我放弃了日语课" (so the fact opens on its subject, whoever speaks).
     clause = rules.GIVEN_UP_FIRST_ZH.sub(_given_up_in_order, clause, count=1)
     clause = rules.DROPPED_FIRST_ZH.sub(
-        lambda m: f"我{_either(m, 'verb') or '暂停'}了{_either(m, 'thing')}", clause, count=1
+        lambda m: (
+            f"我{_ONE_CHARACTER_VERB.get(_either(m, 'verb'), _either(m, 'verb')) or '暂停'}了{_either(m, 'thing')}"
+        ),
+        clause,
+        count=1,
     )
     if match := rules.CALL_ME_ZH.match(clause):
         name = rules.ZH_NAME_TAIL.sub("", match.group("name"))

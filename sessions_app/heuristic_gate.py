@@ -248,7 +248,7 @@ _LEFT_BEHIND = re.compile(r"^(?:Sold|Left|Moved out of|Gave up|Quit|Handed in|Go
 # After a thing given up, the one that took its place: "Got rid of the old iPhone 6." then "Has a Galaxy S24 now."
 _NEW_THING = re.compile(r"^(?:Has|Got|Bought|Uses)\b(?=.*\bnow\b)", re.I)
 _NEW_PLACE = re.compile(
-    r"\b(?:renting|living|lives|staying|based|works|working)\b[^.]*\b(?:in|at|near|for)\s+[A-Z]|^Is (?:now )?at\s+[A-Z]"
+    r"\b(?:renting|living|lives|staying|based|works|working)\b[^.]*\b(?:in|at|near|for)\s+[A-Z]|^(?:Is (?:now )?at|Works (?:at|for))\s+[A-Z]"
 )
 
 

@@ -305,7 +305,11 @@ NEG_VERBS = (
 
 NOT_A_VERB = frozenset(
     "i we you he she it they my our your the a an this that these those there here what who which it's "
-    "his her their its".split()
+    "his her their its "
+    # A joining word or a statement's subject is not an imperative: "If there's chocolate in the house it's gone by
+    # the evening, and it's always me".
+    "and but or so because although though yet nor also maybe perhaps probably everything nothing everyone nobody "
+    "someone something that's there's he's she's they're we're i'm i've".split()
 )
 CONDITION_EN = re.compile(
     r"^(?P<conj>when|whenever|if|before|after|once)\s+(?P<cond>[^,]+),\s*(?:then\s+)?(?P<main>.+)$", re.I
@@ -359,6 +363,7 @@ EN_TIME_OPENER_ITEM = (
     r"these days|nowadays|currently|at present|presently|lately|recently|now|as of (?:now|today|late)|"
     r"as of (?:this|last) (?:\w+)|as of (?:" + _MONTHS + r")(?: \d{4})?|as of \d{4}|"
     rf"since (?:(?:early|late|mid|last|this)[ -])?(?:{_PERIODS}|\d{{4}})(?: \d{{4}})?|since then|ever since|"
+    r"since (?:last )?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
     rf"for (?:the )?(?:past|last) (?:(?:{_COUNT}) )?(?:{_PERIODS})|"
     rf"(?:(?:earlier|later|late|early) )?(?:last|this) (?:{_PERIODS})|(?:{_COUNT}) (?:{_PERIODS}) ago|"
     rf"in (?:(?:early|late|mid)[ -])?(?:{_MONTHS}|{_SEASONS}|\d{{4}})(?: \d{{4}})?|"
@@ -468,7 +473,7 @@ CHANGE_EN = re.compile(
     r"^I\s+(?:am\s+|will\s+)?(?:start|starting|begin|beginning)\s+(?:work(?:ing)?\s+|my\s+(?:new\s+)?(?:job|role|"
     r"position|placement|residency|internship)\s+)?(?:at|with)\s+(?:the\s+)?(?-i:[A-Z0-9])|"
     rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have)\s+)*(?:switched|changed|moved|relocated|started|joined|quit|"
-    r"left|gave up|stopped|dropped|ditched|swapped|traded|sold|gave away|got rid of|donated|scrapped|became|become|retired|resigned|handed in (?:my|their) notice|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
+    r"left|gave up|given up|stopped|dropped|ditched|swapped|traded|sold|gave away|got rid of|donated|scrapped|became|become|retired|resigned|handed in (?:my|their) notice|went(?!\s+(?:to|for|on|with|out|home|there|into|through|over|up|down|back|\w+ing)\b)|got (?:a new job|married|divorced|engaged))\b|"
     # A decision to take up a way of living, said before it shows: "I've decided to go fully vegan", "I have
     # decided to become a freelancer", "I'm going vegetarian from now on", "I have gone gluten-free".
     rf"^I\s+(?:have\s+)?(?:finally\s+)?decided\s+to\s+(?:(?:go|turn)\s+{FULLY}(?:{DIETS}|{WORK_MODES})\b|"
@@ -480,7 +485,9 @@ CHANGE_EN = re.compile(
     # A job that ended without the person's choosing: "I got laid off from Acme", "I am done at Acme", "My last day at
     # Acme was Friday".
     r"^I\s+(?:(?:just|recently|have|had|got|was|been)\s+)+(?:laid off|let go|made redundant|fired|sacked)\b|"
-    r"^I\s+am\s+(?:now\s+)?(?:done|finished)\s+at\s+(?-i:[A-Z0-9])|^my\s+last\s+day\s+at\s+(?-i:[A-Z0-9])|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
+    r"^I\s+am\s+(?:now\s+)?(?:done|finished)\s+at\s+(?-i:[A-Z0-9])|^my\s+last\s+day\s+at\s+(?-i:[A-Z0-9])|"
+    # "My last day at the observatory was Friday", "Last week was my final one at the observatory".
+    r"^(?:(?:last|this) (?:week|month|friday|monday)\s+was\s+)?my\s+(?:last|final)\s+(?:day|week|shift|one)\s+at\s+(?:the\s+)?\w|^I\s+(?:am not|do not|don't|no more)\b.*\b(?:anymore|any more|any longer|these days)\b|"
     r"^I\s+(?:now|nowadays)\s+\w+|"
     # A habit or a home of the past: "I used to play volleyball", "I used to live in Graz".
     r"^I\s+used to\s+(?!be\b)[a-z]+\b|"
@@ -515,7 +522,10 @@ ROUTINE_EN = re.compile(
 _DAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekday|weekend"
 FREQUENCY = (
     rf"(?:every|each) (?:single )?(?:day|morning|afternoon|evening|night|week|month|year|{_DAYS})s?|daily|weekly|"
-    r"nightly|monthly|(?:once|twice|three times|\w+ times) (?:a|per) (?:day|week|month|year)|on (?:" + _DAYS + r")s"
+    r"nightly|monthly|(?:once|twice|three times|\w+ times) (?:a|per) (?:day|week|month|year)|on (?:" + _DAYS + r")s|"
+    # A count of something a day: "I drink three espressos a day", "two litres of water a day".
+    r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few|several) (?:[\w-]+ ){1,3}?(?:a|per|each) "
+    r"(?:day|week|night|morning)"
 )
 HABIT_NOT = r"am|was|were|will|would|can|could|should|might|may|must|want|need|wish|hope|think|guess|feel|had|did"
 # "I am working on a project": an activity named by no more than "a project", "something", "stuff" is small talk.
@@ -549,7 +559,10 @@ ZH_OLD_VALUE_DROPPED = re.compile(
     r"(?P<new>(?:改成|改到|换成|换到)[^，。；]{1,16}了)[，,][^，。；]{1,12}?不(?:再)?[\u4e00-\u9fff]{1,2}了[。.!！]?$"
 )
 ZH_WEEKLY_PLACES = "办公室|公司|单位|健身房|学校|游泳馆|实验室|工作室|画室|图书馆"
-NEGATION_CHANGE = re.compile(r"\bno longer\b|\b(?:anymore|any more|any longer)\b|不再|已经不|再也不|不.{1,6}了")
+NEGATION_CHANGE = re.compile(
+    r"\bno longer\b|\b(?:anymore|any more|any longer)\b|\b(?:last|final) (?:day|week|shift|one) at\b|不再|已经不|再也不|"
+    r"不.{1,6}了"
+)
 CHANGE_REASON = f"About the user: {CHANGE_LABEL}."
 # A move said inside another sentence or by the household: "They don't care that I'm moving to Tarbes.", "We moved
 # to Tarbes." (read as the user's own move: "I moved to Tarbes.").
@@ -946,8 +959,10 @@ GIVEN_UP_FIRST_ZH = re.compile(
     r"不再?(?P<verb2>[吃喝抽练学弹跳跑骑开养玩打去])了"
 )
 DROPPED_FIRST_ZH = re.compile(
-    r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:已经)?(?P<verb>退掉|放弃|停掉|戒掉|取消|退|停|戒)(?:掉)?了|"
+    r"^(?P<thing>[\u4e00-\u9fff]{1,6}?)我(?:已经|先|暂时|就|也)?(?P<verb>退掉|放弃|停掉|戒掉|取消|退|停|戒)(?:掉)?了|"
     r"^(?P<thing2>[\u4e00-\u9fff]{1,4}?|[A-Za-z][A-Za-z0-9 .+-]{0,20}?)我?(?:已经)?(?P<verb2>戒掉|戒|放弃|退掉|退订|取消订阅)了|"
+    # A class that stopped, said of the class: "乌德琴的课停了" (read as 暂停了).
+    r"^(?P<thing4>(?!这|那|今天|明天|下午|上午|晚上)[\u4e00-\u9fff]{1,6}?)的?(?:课|课程|班)(?:已经|先|暂时)?(?:停了|停掉了|取消了)|"
     # Put aside: "尤克里里先放一放" (read as 暂停了).
     r"^我?(?P<thing3>(?!这|那|我|它|工作|事|活)[\u4e00-\u9fff]{1,6}?)(?:我)?(?:就|先|暂时)?(?:放一放|放放|放下了|搁置了|(?P<verb3>暂停)了)"
 )
@@ -958,7 +973,7 @@ ZH_NOT_ME = (
 )
 # "我们已经搬到了…", "我们又养了一只小狗": the household's home and pets, said by the user, are the user's (read as "我…").
 WE_HOUSEHOLD_ZH = re.compile(
-    rf"^我们(?=(?:已经|又|也|刚|终于|还|{ZH_TIME_WORDS})*[，,]?(?:搬到|搬去|搬回|搬家|住在|住|养了|养|买了房|把))"
+    rf"^我们(?=(?:已经|又|也|刚|终于|还|{ZH_TIME_WORDS})*[，,]?(?:搬到|搬去|搬回|搬家|住在|住|养了|养|买了房|买了(?:一)?[辆台部套]|把))"
 )
 USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
     (
@@ -1056,7 +1071,7 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         "where the user lives or works",
         re.compile(
             rf"^我(?:(?:{ZH_NOW})[，,]?)*(?:住在|住|家住|生活在|定居在|定居|落户|安家|来自|出生在|出生于|就职于|任职于|"
-            r"供职于|受雇于|在.{1,20}?(?:工作|上班|上学|读书|生活|长大|出生|实习|任职|就职|教书|任教|住|安家|定居|落户|当|买了房|"
+            r"供职于|受雇于|在.{1,20}?(?:工作|上班|上学|读书|读博士?|读硕士?|读研|念书|生活|长大|出生|实习|任职|就职|教书|任教|住|安家|定居|落户|当|买了房|"
             # "我在一家牙科诊所做护士": a role after 做 ends in what names a trade (师 士 员 生 工 …).
             r"做[\u4e00-\u9fff]{0,3}?(?:师|士|员|生|工|家|官|经理|主管|编辑|记者|设计|会计|销售|客服)(?:[，,。.]|$)|"
             # Or a line of work at a place named as an institution: "我现在在区图书馆做古籍修复".

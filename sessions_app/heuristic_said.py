@@ -47,11 +47,50 @@ _REWRITES: tuple[_Rewrite, ...] = (
     ),
     (
         re.compile(
-            r"^(?:work|my (?:job|work|company|employer|boss))(?:'s|\u2019s| has| is)? (?:moved|transferred|relocated|"
-            r"sent|posted) me (?:over |out |back )?to (?=(?-i:[A-Z]))",
+            r"^(?:[^:]{1,25}:\s*)?(?:work|my (?:job|work|company|employer|boss)|(?:the|my|our) (?:[\w-]+ ){0,3}?(?:board|"
+            r"company|firm|ministry|department|agency|employer|bank|hospital|school|university|army|government|council|"
+            r"authority|service|office))(?:'s|\u2019s| has| is| have)? (?:moved|transferred|relocated|sent|posted) me (?:over "
+            r"|out |back )?to (?=(?-i:[A-Z]))",
             _I,
         ),
         "I moved to ",
+    ),
+    # The languages spoken, by whom: "With my parents it's Darija and French, with 佳怡 it's Mandarin".
+    (
+        re.compile(r"^with (?P<who>[^,]{1,30}?),? it(?:'s| is) (?P<lang>(?-i:[A-Z])\w+(?: and (?-i:[A-Z])\w+)?)\b", _I),
+        r"I speak \g<lang> with \g<who>",
+    ),
+    # "pencil drawing is my thing", "jazz is really my jam": what one loves.
+    (
+        re.compile(
+            r"^(?:but |and |so )?(?P<x>[a-z][\w -]{1,30}?) is (?:really |totally |definitely )?my (?:thing|jam|passion)\b",
+            _I,
+        ),
+        r"I love \g<x>",
+    ),
+    # "These days it's Oum Kalthoum in the car rather than Mozart": a liking that changed.
+    (
+        re.compile(
+            r"^(?:(?:these days|nowadays|now),? )?it(?:'s| is) (?:now |all )?(?!(?:mon|tues|wednes|thurs|fri|satur|sun)day\b)(?P<x>(?-i:[A-Z])[\w' -]{1,30}?)(?: in the car| at home| these days| now)? "
+            r"(?:rather than|instead of|not) (?P<y>(?-i:[A-Z])[\w' -]{1,30}?)\b",
+            _I,
+        ),
+        r"I switched from \g<y> to \g<x>",
+    ),
+    # "I've been at Bakhouche & Rahal since Sunday, doing …": where one works now.
+    (
+        re.compile(r"^I (?:have|'ve) been at (?=(?-i:[A-Z])[^,.;]*(?:,\s*(?:doing|working)\b|\bsince\b))", _I),
+        "I work at ",
+    ),
+    # "Three espressos a day, minimum": a count a day, said without a verb.
+    (
+        re.compile(
+            r"^(?=(?:one|two|three|four|five|six|seven|eight|nine|ten|\d+) (?:[\w-]+ ){0,2}?(?:espressos?|coffees?|cups|teas?|"
+            r"glasses|litres|liters|cigarettes|beers|pints|hours|kilometres|kilometers|km|miles|pages|laps) (?:of [\w-]+ )?"
+            r"(?:a|per|each) (?:day|week|night)\b)(?P<n>\w)",
+            _I,
+        ),
+        lambda m: f"I have {m.group('n').lower()}",
     ),
     (
         re.compile(

@@ -40,7 +40,7 @@ _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 
 _NEGATION_EN = re.compile(
-    r"\bno longer\b|(?:\bnot\b|n't\b)[^.]{0,40}\b(?:anymore|any more|any longer)\b|\b(?:stopped|quit|gave up|left|dropped|"
+    r"\bno longer\b|(?:\bnot\b|n't\b)[^.]{0,40}\b(?:anymore|any more|any longer)\b|\b(?:stopped|quit|gave up|given up|left|dropped|"
     r"ditched|cancell?ed|unsubscribed from|handed in (?:their|his|her|my) notice|laid off|let go|made redundant|fired from|sacked|(?:done|finished) at|"
     r"last day at)\b|\bnot (?:a |an )?(?=" + DIETS + r")|^(?:used to|i used to)\b",  # "Used to play volleyball."
     _I,
@@ -168,6 +168,16 @@ def _unnamed_place(key: str, groups: dict[str, str | None], raw: str, fact: str)
     return key == "home" and bool(groups.get("v3")) and raw.isascii() and not place.search(fact)
 
 
+def _unnamed_employer(key: str, match: re.Match[str], raw: str, fact: str) -> bool:
+    """Whether "quit …" or "left …" names no employer ("Has quit coffee."): without "job" or "at", an employer is a
+    name, capitalised in the fact ("Left Wise and joined Revolut.")."""
+    if key != "employer" or not re.match(
+        r"(?:quit|left)\s+(?!(?:\w+\s+)?(?:job|position|role|work|company|firm)\b|at\b)", match.group(0)
+    ):
+        return False
+    return not re.search(rf"(?-i:[A-Z0-9])(?i:{re.escape(raw[1:])})", fact)
+
+
 def _attribute(fact: str) -> Attribute | None:
     text = _line_text(fold(fact))
     if style := style_attribute(text):
@@ -186,8 +196,8 @@ def _attribute(fact: str) -> Attribute | None:
             raw = next((groups[g] for g in ("v", "v2", "v3", "v4", "v5", "v6", "v7") if groups.get(g)), "")
             value = " ".join(WEEKDAY_RE.findall(raw)) if key.startswith("weekly:") else _clean(raw)
             value = DIETS_ZH.get(value, value) if key == "diet" else value  # 纯素 is vegan in either language.
-            if not value or _unnamed_place(key, groups, raw, fact):
-                continue  # "a long-time resident" names no place: a place is a name.
+            if not value or _unnamed_place(key, groups, raw, fact) or _unnamed_employer(key, match, raw, fact):
+                continue  # "a long-time resident" names no place, "quit coffee" no employer: each is a name.
             if "{cat}" in key:
                 key_name = key.format(cat=TOOL_TO_CATEGORY.get(value, value))
             elif key == "when:{ev}" and CJK_EVENT.fullmatch(groups["ev"]):

@@ -36,7 +36,8 @@ _NEGATED_VALUE_EN = re.compile(
 _STILL_NEGATED_EN = re.compile(r"\b(?:anymore|any more|any longer)\b|\bno longer\b", re.I)
 # "已经不喝咖啡了", "不再养猫了", "不再当医生了": a verb and its object.
 _NEGATED_VALUE_ZH = re.compile(
-    r"(?:不再|已经不|已不|再也不)(?P<verb>[\u4e00-\u9fff])(?P<obj>[\u4e00-\u9fff]{1,4}?)(?:了|，|。|$)|"
+    # "不再踢礼拜五的足球了": a day or a kind before 的 is not the thing.
+    r"(?:不再|已经不|已不|再也不)(?P<verb>[\u4e00-\u9fff])(?:[\u4e00-\u9fff]{1,4}的)?(?P<obj>[\u4e00-\u9fff]{1,4}?)(?:了|，|。|$)|"
     # "现在不值夜班了": a plain 不 with 了 after the object; "太极拳不练了": the object before it.
     r"(?<![\u4e00-\u9fff]不)不(?P<verb2>[\u4e00-\u9fff])(?P<obj2>[\u4e00-\u9fff]{1,4}?)了|"
     r"(?P<obj3>[\u4e00-\u9fff]{2,4}?)(?:不再|已经不|不)(?P<verb3>[\u4e00-\u9fff])了|"
@@ -66,7 +67,7 @@ _LOSS = re.compile(
 # 不去公司上班了。", "用户辞职了。" take back the lines of the same person that name where they work.
 _JOB_ENDED = re.compile(
     r"\b(?:retired|resigned|quit (?:(?:their|his|her|my|the) )?job|left (?:(?:their|his|her|my|the) )?job|"
-    r"(?:is|am) (?:now )?retired|no longer works?|(?:doesn't|does not) work anymore|(?:got |was |been )?(?:laid off|let "
+    r"(?:is|am) (?:now )?retired|no longer works?|(?:last|final) (?:day|week|shift|one) at|(?:doesn't|does not) work anymore|(?:got |was |been )?(?:laid off|let "
     r"go|made redundant|fired|sacked))\b(?!\s+(?:(?:from|at|for|with|by)\s+)?(?-i:[A-Z]))|"
     r"退休|辞职了|辞掉了?工作|离职了|已经辞了|递了辞呈|交了辞职信|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)|"
     r"被[^，。；,;]{0,8}?(?:裁员?|辞退|开除|解雇|炒(?:了)?(?:鱿鱼)?)了|把(?:用户|我)(?:给)?(?:裁|辞退|开除|解雇|炒)",
@@ -75,6 +76,8 @@ _JOB_ENDED = re.compile(
 _EMPLOYER_LINE = re.compile(
     r"\b(?:works?|working|worked|employed|has been|is|was)\s+(?:(?:as\s+)?an?\s+[\w -]{2,30}?\s+)?(?:at|for|with)\s+"
     r"(?-i:[A-Z])|"
+    # A role at a place named in lower case: "Is a seismologist at the national observatory".
+    r"\b(?:is|was)\s+an?\s+[\w-]+(?:\s+[\w-]+)?\s+at\s+the\s+\w|"
     r"\b(?-i:[A-Z][\w&'-]*)\s+(?:Ltd|GmbH|AG|SARL|SA|Inc|LLC|BV|NV|Corp|plc)\b|"
     r"(?:公司|集团|银行|股份|有限|单位)[^，。；,.;]{0,3}(?:的|上班|工作|任职)|在[^，。；,.;]{1,20}?(?:工作|上班|任职)|"
     r"在[^，。；,.;]{1,20}?(?:做|当)[\u4e00-\u9fff]{0,3}?(?:师|士|员|生|工|家|官|经理|主管|编辑|记者|设计|会计|销售|客服)",
@@ -413,8 +416,10 @@ _DROPPED_COURSE_EN = re.compile(
 
 # A thing given up, one word: "Gave up tango." takes back "用户周四晚上去跳探戈" (a Chinese line, by the dictionary).
 _GAVE_UP_EN = re.compile(
-    r"\b(?:dropped|quit|gave up|stopped(?: going to| doing| playing)?)\s+(?:(?:the|my|their|his|her)\s+)?(?:[a-z-]+\s+)?"
-    r"(?P<thing>[A-Za-z][a-z-]+(?<!ing))\s*(?:[.,;!]|$)",
+    r"\b(?:dropped|quit|gave up|given up|stopped(?: going to| doing| playing)?)\s+(?:(?:the|my|their|his|her)\s+)?"
+    # A thing, or an activity said in -ing after "given up" ("Has given up running.").
+    r"(?:[a-z-]+\s+)?(?P<thing>[A-Za-z][a-z-]+(?<!ing)|(?<=given up )(?!(?:trying|hoping|caring|waiting|worrying|"
+    r"thinking)\b)[a-z-]+ing)\s*(?:[.,;!]|$)",
     re.I,
 )
 

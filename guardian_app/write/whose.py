@@ -24,7 +24,11 @@ def subject(text: str) -> str | None:
 _NAME_AND_VERB = re.compile(
     r"^(?!(?:Just|Now|Also|Still|Finally|Recently|Then|Today|Yesterday|Often|Usually|Already|Only|Never|Loves|Likes|"
     r"Enjoys|Hates|Has|Is|Uses|Owns|Lives|Works|Plays|Speaks|Prefers|Drinks|Eats|Takes|Goes|Does|Runs|Reads|Keeps|"
-    r"Wants|Needs|Makes|Gets|Teaches|Studies|Rides|Drives|Cooks|Bakes|Grows|Collects|Attends|Visits)\b)"
+    r"Wants|Needs|Makes|Gets|Teaches|Studies|Rides|Drives|Cooks|Bakes|Grows|Collects|Attends|Visits|"
+    # An adverb opens the user's line as well: "Really likes running.", "Mostly works from home."
+    r"Really|Actually|Honestly|Definitely|Mostly|Generally|Truly|Absolutely|Certainly|Probably|Especially|Seriously|"
+    r"Totally|Genuinely|Currently|Occasionally|Regularly|Rarely|Normally|Typically|Basically|Simply|Strongly|Deeply|"
+    r"Secretly|Happily|Officially|Mainly|Primarily|Personally|Increasingly|Always|Sometimes|Even|Almost|Once|Since)\b)"
     r"(?P<n>(?-i:[A-Z\u00c0-\u00de\u0100-\u017f][a-z\u00df-\u00ff\u0100-\u017f-]+))\s+(?:(?:now|also|still|just)\s+)?(?:[a-z]{2,}(?:s|ed)|sold|left|quit|got|bought|gave|took|lost|made|can|could|is|has|was|no)\b"
 )
 

@@ -1073,3 +1073,42 @@ def test_v14_classes_take_back_only_what_they_name(fact: str, content: str, stal
 )
 def test_v15_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
     assert superseded_lines(fact, content) == stale
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # An activity given up, said in -ing, takes back the line that likes it; a relative's stays.
+            "Has given up running.",
+            "- Really likes running.\n- The user's sister likes running.\n",
+            ["- Really likes running."],
+        ),
+        (  # "quit coffee" names no employer: the job line stays.
+            "Has quit coffee.",
+            "- Works at Nasri & Belkacem.\n- Drinks coffee every morning.\n",
+            [],
+        ),
+        (  # A new home said after the move, mid-sentence, in Chinese.
+            "用户搬家了，新家在Sidi M'Hamed。",
+            "- 用户和佳怡住在Aïn Beïda。\n- 用户的家乡在大理。\n",
+            ["- 用户和佳怡住在Aïn Beïda。"],
+        ),
+        (  # A day before 的 is not the thing given up.
+            "用户不再踢礼拜五的足球了。",
+            "- 用户每个礼拜五下午跟同事踢五人制足球。\n- 用户的儿子踢足球。\n",
+            ["- 用户每个礼拜五下午跟同事踢五人制足球。"],
+        ),
+    ],
+)
+def test_v16_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale
+
+
+def test_a_job_that_ended_keeps_the_role_said_at_a_place_in_lower_case():
+    from guardian_app.write.replaced_lines import with_past_job
+
+    fact = "Last week was the user's final one at the observatory; works at Nasri & Belkacem."
+    assert with_past_job(fact, ["- Is a seismologist at the national observatory."]) == (
+        "Last week was the user's final one at the observatory; works at Nasri & Belkacem (previously: is a "
+        "seismologist at the national observatory)."
+    )

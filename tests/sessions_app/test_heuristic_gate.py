@@ -1426,3 +1426,41 @@ def test_a_name_of_several_words_does_not_make_chinese_english():
     assert is_chinese("我住在Prince Edward Island")
     assert not is_chinese("My name is 李雷")
     assert not is_chinese("I met 李雷 at New York University")
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # v16's classes, each with a look-alike that stays unwritten (or is read otherwise).
+        ("If there's cake in the house it's gone by noon, and it's always me.", "NO_WRITE", None),
+        ("If I'm sad, always be kind.", "UPDATE_SOUL", "If the user is sad, the agent should always be kind."),
+        ("I've given up running.", "UPDATE_USER", "Has given up running."),
+        ("My last day at the library was Friday.", "UPDATE_USER", "The user's last day at the library was Friday."),
+        ("I drink three espressos a day.", "UPDATE_USER", "Drinks three espressos a day."),
+        ("I take a day off.", "NO_WRITE", None),
+        ("Two coffees a day, minimum.", "UPDATE_USER", "Has two coffees a day, minimum."),
+        ("The water board has posted me to Rangpur.", "UPDATE_USER", "Moved to Rangpur."),
+        ("With my parents it's Darija and French.", "UPDATE_USER", "Speaks Darija and French with their parents."),
+        ("Pencil drawing is my thing.", "UPDATE_USER", "Loves Pencil drawing."),
+        ("These days it's Oum Kalthoum rather than Mozart.", "UPDATE_USER", "Switched from Mozart to Oum Kalthoum."),
+        ("It's Tuesday rather than Monday.", "NO_WRITE", None),
+        ("I've been at Nasri & Belkacem since Sunday.", "UPDATE_USER", "Works at Nasri & Belkacem since Sunday."),
+        ("阿拉伯语课我先停了。", "UPDATE_USER", "用户暂停了阿拉伯语课。"),
+        ("乌德琴的课停了，老师搬走了。", "UPDATE_USER", "用户暂停了乌德琴，老师搬走了。"),
+        ("今天的课停了。", "NO_WRITE", None),
+        ("我们买了辆二手的Dacia Duster。", "UPDATE_USER", "用户买了辆二手的Dacia Duster。"),
+        ("我在昆明读博士。", "UPDATE_USER", "用户在昆明读博士。"),
+    ],
+)
+def test_v16_classes(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+def test_a_job_that_ended_and_the_next_one_are_one_fact():
+    verdict = classify_turn(
+        "Last week was my final one at the observatory. Since Sunday I've been at Nasri & Belkacem."
+    )
+    assert verdict.candidate_fact == (
+        "Last week was the user's final one at the observatory; works at Nasri & Belkacem since Sunday."
+    )
