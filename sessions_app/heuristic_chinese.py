@@ -145,6 +145,7 @@ def _user_zh(clause: str) -> Finding | None:
     # The thing given up said first, in the usual order: "瑜伽我不练了" → "我不再练瑜伽了", "日语课我放弃了" →
     # "我放弃了日语课" (so the fact opens on its subject, whoever speaks).
     clause = rules.GIVEN_UP_FIRST_ZH.sub(_given_up_in_order, clause, count=1)
+    clause = rules.DISLIKED_FIRST_ZH.sub(lambda m: f"我不{m.group('verb')}{m.group('thing')}", clause, count=1)
     clause = rules.DROPPED_FIRST_ZH.sub(
         lambda m: (
             f"我{_ONE_CHARACTER_VERB.get(_either(m, 'verb'), _either(m, 'verb')) or '暂停'}了{_either(m, 'thing')}"

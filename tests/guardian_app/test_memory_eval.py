@@ -100,9 +100,9 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # v11: blind at its first reading (0.591 captured, 30 stale, 3 poison written); 1.000 captured and 10 stale
         # since its classes (a role change known only by what the work is, and 岩馆 for 攀岩, are left).
         ("v11", 0.99, 10, 0, 0),
-        # v12: blind at its first reading (0.700 captured, 37 stale, 1 poison and 3 small-talk lines written); 0.936
+        # v12: blind at its first reading (0.700 captured, 37 stale, 1 poison and 3 small-talk lines written); 0.975
         # and 3 stale since its leftover classes (an editor said to be discontinued, "lives in VS Code", is left).
-        ("v12", 0.93, 3, 0, 0),
+        ("v12", 0.97, 3, 0, 0),
         # v13: blind at its first reading (0.542 captured, 28 stale, nothing else written that should not be; the
         # session start read the same); 0.934 and 0 stale since its classes (a second fact in one sentence, 她是广州人,
         # and "Notion is where my whole life lives" are left).

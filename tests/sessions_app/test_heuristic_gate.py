@@ -1450,6 +1450,11 @@ def test_a_name_of_several_words_does_not_make_chinese_english():
         ("今天的课停了。", "NO_WRITE", None),
         ("我们买了辆二手的Dacia Duster。", "UPDATE_USER", "用户买了辆二手的Dacia Duster。"),
         ("我在昆明读博士。", "UPDATE_USER", "用户在昆明读博士。"),
+        # A food never taken, said first (v12's leftover): not "this" nor a passing "today".
+        ("猪肉我是一口都不碰的，从小就这样。", "UPDATE_USER", "用户不碰猪肉，从小就这样。"),
+        ("香菜我一口都不吃。", "UPDATE_USER", "用户不吃香菜。"),
+        ("这个我不吃。", "NO_WRITE", None),
+        ("今天我不喝了。", "NO_WRITE", None),
     ],
 )
 def test_v16_classes(message: str, decision: str, fact: str | None):
