@@ -286,6 +286,44 @@ def _with_loss(best: Finding, writes: Sequence[Finding]) -> Finding:
     return Finding(best.decision, joined, best.reason, best.confidence)
 
 
+# An activity or a liking added to another: "Also does pilates and yoga", "Also plays the cello" (not a home, a job or
+# a thing owned: those have one value, and a line that joins two would be replaced whole by the next move).
+_ALSO = re.compile(
+    r"^(?:Also|Too)\s+(?:does|plays|likes|loves|enjoys|practi[cs]es|speaks|paints|draws|sings|swims|runs|climbs|"
+    r"cooks|bakes|knits|reads|writes|collects|watches|listens to)\b",
+    re.I,
+)
+_ACTIVITY_OR_LIKING = re.compile(
+    r"^(?:Really |Also )?(?:does|plays|likes|loves|enjoys|practi[cs]es|speaks|paints|draws|sings|swims|runs|climbs|"
+    r"cooks|bakes|knits|reads|writes|collects|watches|listens to)\b",
+    re.I,
+)
+
+
+def _with_also(best: Finding, writes: Sequence[Finding]) -> Finding:
+    """A second fact of the user's said as added to the first is kept with it: "I love to run! I also do pilates and
+    yoga." is "Loves to run; also does pilates and yoga." (one turn, one fact, nothing said lost)."""
+    if best.decision != "UPDATE_USER" or _change_rank(best) != 2 or not _ACTIVITY_OR_LIKING.match(best.fact or ""):
+        return best
+    also = next(
+        (
+            f
+            for f in writes
+            if f is not best
+            and f.decision == best.decision
+            and _change_rank(f) == 2
+            and _ALSO.match(f.fact or "")
+            and f.fact.rstrip(".") not in best.fact
+        ),
+        None,
+    )
+    if also is None or not also.fact:
+        return best
+    return Finding(
+        best.decision, f"{best.fact.rstrip('.')}; {also.fact[:1].lower()}{also.fact[1:]}", best.reason, best.confidence
+    )
+
+
 def _listed_after(finding: Finding, text: str) -> Finding | None:
     """ "I have three siblings. One older sister, a younger brother and a younger sister": a list without a verb
     after the family or the things the user has says who or what they are; it joins the fact."""
@@ -336,7 +374,7 @@ def _classify_message(
         # Among writes of one kind, a change wins, a negation first: "I went to the doctor. I've started eating
         # fish again. I'm no longer vegetarian." is about the diet that ended, not the visit that came first.
         # A fact about someone in the user's life yields to one about the user in the same turn.
-        best = _with_loss(min(writes, key=lambda f: (_precedence(f), _change_rank(f))), writes)
+        best = _with_also(_with_loss(min(writes, key=lambda f: (_precedence(f), _change_rank(f))), writes), writes)
         confidence = best.confidence
         if len({f.decision for f in writes}) > 1:
             # Several kinds of fact in one turn: only one is kept, so the choice is less certain.

@@ -1469,3 +1469,17 @@ def test_a_job_that_ended_and_the_next_one_are_one_fact():
     assert verdict.candidate_fact == (
         "Last week was the user's final one at the observatory; works at Nasri & Belkacem since Sunday."
     )
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        # An activity or a liking said as added to another is kept with it (v14's pilates); a home, a job or a
+        # thing owned is not joined (the next move would replace the whole line).
+        ("I love to run! I also do pilates and yoga.", "Loves to run; also does pilates and yoga."),
+        ("I play chess. I also speak French.", "Plays chess; also speaks French."),
+        ("I live in Leeds. I also have a cat named Tom.", "Lives in Leeds."),
+    ],
+)
+def test_an_activity_added_to_another_is_kept_with_it(message: str, fact: str):
+    assert classify_turn(message).candidate_fact == fact
