@@ -10,15 +10,24 @@ from guardian_app.write.attribute_words import ORIGIN
 from guardian_app.write.takeback import _EMPLOYER_LINE, _JOB_ENDED
 from guardian_app.write.whose import BULLET as _BULLET
 
+_NEW_JOB_ZH = re.compile(r"换了?(?:份|个)?(?:工作|公司)|跳槽|入职|新公司|新工作")
+# A role named with the place ("Is a pharmacist at Gole, Dutt and Chakraborty"): what the person is outlives the job.
+_ROLE_AT = re.compile(r"\b(?:is|was)\s+an?\s+[\w-]+(?:\s+[\w-]+)?\s+(?:at|for|with)\b", re.I)
+
 
 def with_past_job(fact: str, stale: list[str]) -> str:
     """The text that replaces a job that ended (or a home line that also said where one is from): the fact, with the
     old line kept as past ("Retired (previously: works at Acme Corp).", "Mei已经退休了（以前：Mei在华东物流上班）。")."""
+    # A job that ended; or one that another took the place of, where the old line named a role ("用户换工作了，现在在…
+    # 当药剂师" after "Is a pharmacist at Gole, Dutt and Chakraborty"): the old job stays said as past, with its role.
     jobs = [line for line in stale if _EMPLOYER_LINE.search(line)] if _JOB_ENDED.search(fact) else []
+    if not jobs and (_EMPLOYER_LINE.search(fact) or _NEW_JOB_ZH.search(fact)):
+        jobs = [line for line in stale if _EMPLOYER_LINE.search(line) and _ROLE_AT.search(line)]
     jobs = jobs or [line for line in stale if ORIGIN.search(line)]  # Where they are from stays said: "Baku".
     if not jobs:
         return fact
     old = _BULLET.sub("", jobs[0]).strip().rstrip(".。")
+    old = re.sub(r"\s*[(（](?:previously|以前)[:：][^)）]*[)）]", "", old).rstrip(".。")  # One job back, not a chain.
     if re.search(r"[\u4e00-\u9fff]", fact):
         return f"{fact.rstrip('。.')}（以前：{old}）。"
     return f"{fact.rstrip('.')} (previously: {old[:1].lower()}{old[1:]})."

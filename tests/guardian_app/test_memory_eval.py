@@ -85,7 +85,7 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # Not at the issue's bar (QUALITY.md says what is left and why): floors at today's figures, so that a
         # change that loses what these sets showed fails here.
         ("v5", 0.907, 15, 0, 0),
-        ("v6", 0.911, 2, 0, 0),
+        ("v6", 0.96, 2, 0, 0),
         # v7 captured 0.986 before 3a49fdf: a device update now replaces the OS line in the tools file, where v7
         # expects the device in USER.md (QUALITY.md); its stale lines went from 15 to 4.
         ("v7", 0.955, 4, 0, 0),

@@ -1112,3 +1112,17 @@ def test_a_job_that_ended_keeps_the_role_said_at_a_place_in_lower_case():
         "Last week was the user's final one at the observatory; works at Nasri & Belkacem (previously: is a "
         "seismologist at the national observatory)."
     )
+
+
+def test_a_new_job_keeps_the_old_one_and_its_role_as_past_one_job_back():
+    from guardian_app.write.replaced_lines import with_past_job
+
+    old = ["- Is a pharmacist at Gole, Dutt and Chakraborty, mostly on night shifts."]
+    fact = "用户换工作了，现在在盟新信息有限公司当药剂师。"
+    assert with_past_job(fact, old) == (
+        "用户换工作了，现在在盟新信息有限公司当药剂师（以前：Is a pharmacist at Gole, Dutt and Chakraborty, mostly on night shifts）。"
+    )
+    again = with_past_job("Is a nurse at Wise now.", [f"- {with_past_job('Is a pharmacist at Acme.', old)}"])
+    assert again == "Is a nurse at Wise now (previously: is a pharmacist at Acme)."
+    assert with_past_job("Lives in Leeds.", old) == "Lives in Leeds."
+    assert with_past_job("Works at Stripe now.", ["- Works at Google."]) == "Works at Stripe now."  # No role: gone.
