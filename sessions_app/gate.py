@@ -33,6 +33,7 @@ from guardian_app.models import BehaviorCorrection
 from reflection_site import llm, memory_files, privacy, safe_files
 from reflection_site.celery import enqueue_on_commit
 from reflection_site.prompts import load_prompt
+from reflection_site.rows import RowReader
 from sessions_app import heuristic_gate, heuristic_rules
 from sessions_app.models import (
     ConversationContext,
@@ -146,7 +147,7 @@ def people_named() -> frozenset[str]:
 
 def prompt_corrections() -> list[BehaviorCorrection]:
     """The behaviour corrections marked apply_to_future, newest first."""
-    return list(BehaviorCorrection.objects.for_prompt()[:MAX_PROMPT_CORRECTIONS])
+    return BehaviorCorrection.objects.prompt_rows(MAX_PROMPT_CORRECTIONS)
 
 
 def correction_hints(corrections: Sequence[BehaviorCorrection]) -> list[heuristic_gate.CorrectionHint]:
@@ -207,23 +208,18 @@ def context_window(turn: ConversationTurn, *, size: int | None = None) -> list[t
     size = settings.MEMORY_GATE_WINDOW_SIZE if size is None else size
     if size <= 0:
         return []
-    stored = list(
-        ConversationContext.objects.filter(turn_id=turn.id)
-        .order_by("-sequence_number")
-        .values_list("role", "message")[:size]
-    )
+    # Both read as written statements (reflection_site.rows): the gate asks for every turn.
+    clause = "WHERE {turn_id} = %s ORDER BY {sequence_number} DESC LIMIT %s"
+    stored = RowReader.of(ConversationContext, clause, ("role", "message")).rows([turn.id, size])
     if stored:
-        return stored[::-1]
-    previous = (
-        ConversationTurn.objects.filter(session_id=turn.session_id, turn_number__lt=turn.turn_number)
-        .order_by("-turn_number")
-        .values_list("user_message_content", "agent_message_content")[:size]
-    )
+        return [(item.role, item.message) for item in reversed(stored)]
+    clause = "WHERE {session_id} = %s AND {turn_number} < %s ORDER BY {turn_number} DESC LIMIT %s"
+    reader = RowReader.of(ConversationTurn, clause, ("user_message_content", "agent_message_content"))
     window: list[tuple[str, str]] = []
-    for user_text, agent_text in reversed(list(previous)):
-        window.append(("user", user_text))
-        if agent_text:
-            window.append(("agent", agent_text))
+    for earlier in reversed(reader.rows([turn.session_id, turn.turn_number, size])):
+        window.append(("user", earlier.user_message_content))
+        if earlier.agent_message_content:
+            window.append(("agent", earlier.agent_message_content))
     return window[-size:]
 
 
@@ -346,11 +342,13 @@ def decide_turn(turn: ConversationTurn) -> MemoryGateDecision | None:
     """Record the gate's decision on one turn, once per run; returns it (None if the turn is not pending
     and has no decision for its current run, e.g. failed, disabled or superseded by a re-run).
 
-    1. Count the attempt on the turn while it is still pending (which also tells the sweep that a
-       worker is on it); a turn no longer pending returns the decision already recorded.
+    1. For the LLM, count the attempt on the turn while it is still pending (which also tells the sweep
+       that a worker is on it); a turn no longer pending returns the decision already recorded.
     2. Build the context window and ask the gate, with no transaction open.
     3. In one atomic(): claim the turn (pending, same run → done) with a conditional UPDATE and insert
-       the decision; after commit, an UPDATE_* decision goes to the write guardian.
+       the decision; after commit, an UPDATE_* decision goes to the write guardian. The offline gate,
+       which decides in a millisecond, has its attempt counted by the claim (or by its error): one write
+       transaction a turn fewer, and the turn ends as it would have.
 
     A redelivered or duplicated task fails the claim (or hits the unique (turn, run_number)) and
     returns the recorded decision. LLM errors propagate after being noted on the turn, so that the
@@ -359,21 +357,25 @@ def decide_turn(turn: ConversationTurn) -> MemoryGateDecision | None:
     run = turn.gate_run
     if turn.gate_status != GateStatus.PENDING:
         return _decision_for_run(turn.id, run)
-    now = timezone.now()
     live = ConversationTurn.objects.filter(id=turn.id, gate_status=GateStatus.PENDING, gate_run=run)
-    if not live.update(gate_attempts=F("gate_attempts") + 1, gate_enqueued_at=now):
+    attempt = {"gate_attempts": F("gate_attempts") + 1, "gate_enqueued_at": timezone.now()}
+    offline = not llm.is_configured()
+    if not offline and not live.update(**attempt):
         return _decision_for_run(turn.id, run)
+    done = {"gate_status": GateStatus.DONE, "gate_last_error": None, **(attempt if offline else {})}
 
     try:
-        outcome = ask_gate(context_window(turn), turn.user_message_content, turn.agent_message_content)
-    except llm.LLMError as exc:
-        live.update(gate_last_error=describe_error(exc))
+        outcome = ask_gate(context_window(turn), turn.user_message_content, turn.agent_message_content, offline=offline)
+    except Exception as exc:
+        noted = {"gate_last_error": describe_error(exc)} if isinstance(exc, llm.LLMError) else {}
+        if noted or offline:
+            live.update(**noted, **(attempt if offline else {}))
         raise
 
     finished = timezone.now()
     try:
         with transaction.atomic():
-            if not live.update(gate_status=GateStatus.DONE, gate_finished_at=finished, gate_last_error=None):
+            if not live.update(gate_finished_at=finished, **done):
                 decision = None  # Another delivery, or an operator's re-run, got there first.
             else:
                 decision = MemoryGateDecision.objects.create(
@@ -402,7 +404,7 @@ def decide_turn(turn: ConversationTurn) -> MemoryGateDecision | None:
         # Another delivery recorded this run's decision first; make sure the turn says so too.
         decision = None
         if _decision_for_run(turn.id, run) is not None:
-            live.update(gate_status=GateStatus.DONE, gate_finished_at=finished, gate_last_error=None)
+            live.update(gate_finished_at=finished, **done)
     if decision is None:
         return _decision_for_run(turn.id, run)
     turn.gate_status, turn.gate_finished_at, turn.gate_last_error = GateStatus.DONE, finished, None

@@ -9,6 +9,7 @@ from celery import shared_task
 from django.conf import settings
 
 from reflection_site import llm
+from reflection_site.rows import RowReader
 from sessions_app.gate import decide_turn, describe_error, mark_gate_failed, sweep_pending_turns
 from sessions_app.models import ConversationTurn
 from sessions_app.stats import roll_up_gate_stats
@@ -34,7 +35,7 @@ def _gate_failed(self: Any, exc: BaseException, task_id: str, args: Any, kwargs:
 )
 def run_gate(turn_id: str) -> str | None:
     """Ask the memory gate about one turn; a redelivered message finds it already decided."""
-    turn = ConversationTurn.objects.filter(id=turn_id).first()
+    turn = RowReader.of(ConversationTurn, "WHERE {id} = %s").first([turn_id])  # One a turn: not compiled each time.
     if turn is None:
         logger.warning("gate: turn %s no longer exists", turn_id)
         return None

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from reflection_site.ids import new_ulid
 from reflection_site.memory_files import ALL_FILES, SEED_FILES
+from reflection_site.rows import RowReader
 
 # The seed's five files (the seed profile's); what a deployment reads is memory_files.active().files, and the
 # database accepts every profile's files (ALL_FILES) so that a file keeps its history across profiles.
@@ -295,6 +296,14 @@ class BehaviorCorrectionQuerySet(models.QuerySet["BehaviorCorrection"]):
     def for_prompt(self) -> BehaviorCorrectionQuerySet:
         """The corrections the gate and guardian prompts include: marked apply_to_future, newest first."""
         return self.filter(apply_to_future=True, active=True).order_by("-corrected_at")
+
+    def prompt_rows(self, limit: int, *, with_pattern: bool = False) -> list[BehaviorCorrection]:
+        """``for_prompt()[:limit]`` (only those with a ``correction_pattern`` if ``with_pattern``) as one written
+        statement: the gate and the guardian read them for every turn, and the ORM took 0.7 ms to compile the query."""
+        clause = "WHERE {apply_to_future} AND {active}"
+        if with_pattern:
+            clause += " AND {correction_pattern} IS NOT NULL AND {correction_pattern} <> ''"
+        return RowReader.of(self.model, clause + " ORDER BY {corrected_at} DESC LIMIT %s").rows([limit])
 
 
 class BehaviorCorrection(models.Model):

@@ -2,7 +2,8 @@
 
 ``guard_write`` (and ``write_fact`` for a gate decision, ``retry_write`` for an operator's retry):
 
-1. Look for the audit of this decision (or ``(source, source_ref)``): a redelivered task returns it.
+1. Look for the audit of this decision (or ``(source, source_ref)``): a redelivered task returns it (before
+   asking the LLM; a decision made here is looked for only under the lock, in step 4).
 2. Deterministic checks that need no model: an empty or over-long fact is refused, a fact carrying a
    secret is refused (and never sent to an LLM), an instruction-like fact ("ignore previous
    instructions…", role or tool-call syntax, "write this to settings.py") is held for review
@@ -45,6 +46,7 @@ from guardian_app.write.guardian_prompt import PROMPT_VERSION, active_correction
 from guardian_app.write.heuristic_guardian import GuardianCorrection, instruction_like, one_line
 from reflection_site import llm, memory_files
 from reflection_site.privacy import contains_secret, is_redacted
+from reflection_site.rows import RowReader
 from sessions_app.models import MemoryGateDecision
 
 logger = logging.getLogger(__name__)
@@ -147,6 +149,7 @@ def decide(
     review_held: bool = False,
     hold_reason: str | None = None,
     max_removed_lines: int | None = None,
+    prechecked: bool = False,
     **meta: Any,
 ) -> Outcome:
     """The guardian's decision for ``fact`` and the text of ``target_file`` (``content``; None: no file).
@@ -157,9 +160,9 @@ def decide(
     operators' ``corrections``); then its edits are applied to ``content`` and the result is checked, with the
     workspace profile's rules for ``target_file``. ``guard_write`` records the outcome under the file's lock;
     ``dataset_app.evaluate`` scores it against annotated samples. ``meta`` (model, latency, steps, prompt
-    version) is carried into the outcome.
+    version) is carried into the outcome; ``prechecked``: the caller's ``precheck`` of this fact passed.
     """
-    early = precheck(fact, review_held=review_held, hold_reason=hold_reason)
+    early = None if prechecked else precheck(fact, review_held=review_held, hold_reason=hold_reason)
     if early is not None:
         return early
     if reply is None:
@@ -184,8 +187,9 @@ def find_existing(
 ) -> WriteGuardianAudit | None:
     if retry_of is not None:
         return None
-    if decision is not None:
-        return WriteGuardianAudit.objects.filter(decision=decision, retry_of__isnull=True).first()
+    if decision is not None:  # Looked for on every write and almost never there: a written statement.
+        clause = "WHERE {decision_id} = %s AND {retry_of_id} IS NULL ORDER BY {id} LIMIT 1"
+        return RowReader.of(WriteGuardianAudit, clause).first([decision.id])
     if source_ref:
         return WriteGuardianAudit.objects.filter(
             source=source, source_ref=source_ref, decision__isnull=True, retry_of__isnull=True
@@ -325,16 +329,17 @@ def guard_write(
     lookup = {"decision": decision, "source": source, "source_ref": source_ref, "retry_of": retry_of}
     run = _Run(name, fact, lookup, requested_by, review_held, hold_reason)
 
-    existing = find_existing(**lookup)
-    if existing is not None and not (existing.status == Status.FAILED and existing.reason == history.INTERRUPTED):
-        return existing
+    early = precheck(fact, review_held=review_held, hold_reason=hold_reason)
+    client = _llm() if early is None and compose is None else None
     unsafe = workspace.refusal_of(name)
+    if client is not None or unsafe is not None:  # (Decided here, the audit is looked for under the lock.)
+        existing = find_existing(**lookup)
+        if existing is not None and not (existing.status == Status.FAILED and existing.reason == history.INTERRUPTED):
+            return existing
     if unsafe is not None:  # A link, a FIFO …: nothing is read through it, and the write fails visibly.
         nothing = history.FileState(name, None, None, False, 0, None, None, None)
         with locks.file_lock(name):
             return run.store(nothing, Outcome(Status.FAILED, f"nothing was written: {unsafe.message}"))
-    early = precheck(fact, review_held=review_held, hold_reason=hold_reason)
-    client = _llm() if early is None and compose is None else None
     if early is not None or client is None:
         return _decide_here(run, early, compose)
     return _ask_llm(run, client, raise_transient=raise_transient)
@@ -364,6 +369,7 @@ class _Run:
             target_file=self.name,
             review_held=self.review_held,
             hold_reason=self.hold_reason,
+            prechecked=True,  # guard_write asks only once its precheck passed.
             **kwargs,
         )
 

@@ -25,9 +25,7 @@ class InvalidReply(GuardianError, ValueError):
 
 def active_corrections(limit: int = 50) -> list[GuardianCorrection]:
     """The operators' corrections marked ``apply_to_future`` that carry a pattern, newest first."""
-    rows = (
-        BehaviorCorrection.objects.for_prompt().exclude(correction_pattern__isnull=True).exclude(correction_pattern="")
-    )
+    rows = BehaviorCorrection.objects.prompt_rows(limit, with_pattern=True)
     return [
         GuardianCorrection(
             pattern=row.correction_pattern or "",
@@ -36,7 +34,7 @@ def active_corrections(limit: int = 50) -> list[GuardianCorrection]:
             correction_id=row.id,
             corrected_target_file=row.corrected_target_file,
         )
-        for row in rows[:limit]
+        for row in rows
     ]
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from guardian_app.errors import FileBusy, UnsafeFile
@@ -24,6 +24,7 @@ from guardian_app.write import locks, workspace
 from guardian_app.write.diffs import content_hash, diff_and_stats
 from guardian_app.write.paths import canonical_name
 from reflection_site import memory_files
+from reflection_site.rows import RowReader
 
 logger = logging.getLogger(__name__)
 
@@ -50,11 +51,17 @@ def snapshot_of(name: str, content: str | None) -> FileSnapshot | None:
     if content is None:
         return None
     digest = content_hash(content)
-    snapshot = FileSnapshot.objects.filter(file_name=name, content_hash=digest).defer("content").first()
+    # Its content deferred (the caller has it); a written statement, as every write looks for its after-snapshot.
+    clause = "WHERE {file_name} = %s AND {content_hash} = %s ORDER BY {id} LIMIT 1"
+    stored = RowReader.of(FileSnapshot, clause, ("id", "file_name", "content_hash", "created_at"))
+    snapshot = stored.first([name, digest])
     if snapshot is not None:
         return snapshot
-    snapshot, _ = FileSnapshot.objects.get_or_create(file_name=name, content_hash=digest, defaults={"content": content})
-    return snapshot
+    try:  # (get_or_create would look for it a second time first.)
+        with transaction.atomic():
+            return FileSnapshot.objects.create(file_name=name, content_hash=digest, content=content)
+    except IntegrityError:  # Stored meanwhile (by a writer that does not hold this file's lock).
+        return stored.first([name, digest])
 
 
 def version_content(version: FileVersion | None) -> str | None:
@@ -78,19 +85,31 @@ class FileState:
     added: list[FileVersion] = field(default_factory=list)
 
 
+_KNOWN = (
+    "pending_audit_id",
+    "current_version_id",
+    "current_version__seq",
+    "current_version__snapshot_id",
+    "current_version__snapshot__content_hash",
+    "unsafe_reason",
+)
+
+
 def _known(name: str) -> dict[str, object] | None:
-    return (
-        WorkspaceFile.objects.filter(file_name=name)
-        .values(
-            "pending_audit_id",
-            "current_version_id",
-            "current_version__seq",
-            "current_version__snapshot_id",
-            "current_version__snapshot__content_hash",
-            "unsafe_reason",
+    """The file's row and its current version, as ``values(*_KNOWN)`` gives them, in one written statement: read
+    at least once for every guarded write, where the ORM took 0.6 ms to compile the join."""
+    quote = connection.ops.quote_name
+    files, versions, snapshots = (quote(m._meta.db_table) for m in (WorkspaceFile, FileVersion, FileSnapshot))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT f.{quote('pending_audit_id')}, f.{quote('current_version_id')}, v.{quote('seq')}, "
+            f"v.{quote('snapshot_id')}, s.{quote('content_hash')}, f.{quote('unsafe_reason')} FROM {files} f "
+            f"LEFT JOIN {versions} v ON v.{quote('id')} = f.{quote('current_version_id')} "
+            f"LEFT JOIN {snapshots} s ON s.{quote('id')} = v.{quote('snapshot_id')} WHERE f.{quote('file_name')} = %s",
+            [name],
         )
-        .first()
-    )
+        row = cursor.fetchone()
+    return None if row is None else dict(zip(_KNOWN, row, strict=True))
 
 
 def _state(name: str, content: str | None, known: dict[str, object] | None) -> FileState:

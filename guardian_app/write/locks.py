@@ -33,6 +33,9 @@ __all__ = ["file_lock", "file_locks", "lock_row"]
 
 _held = threading.local()
 _ADVISORY_CLASS = 0x52464C54  # "RFLT": the advisory-lock namespace of memory files.
+# How often a writer waiting for a file's lock tries it again. filelock's default, 50 ms, is five to ten times as long
+# as a guarded write holds the lock: two workers writing to USER.md spent a tenth of their time asleep on it.
+POLL_INTERVAL_S = 0.002
 
 
 def _held_names() -> set[str]:
@@ -84,7 +87,7 @@ def file_lock(name: str) -> Iterator[None]:
     deadline = time.monotonic() + timeout
     lock_dir = Path(settings.DATA_DIR) / "locks"
     lock_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(lock_dir / f"{name.replace('/', '~')}.lock"), timeout=timeout)
+    lock = FileLock(str(lock_dir / f"{name.replace('/', '~')}.lock"), timeout=timeout, poll_interval=POLL_INTERVAL_S)
     try:
         lock.acquire()
     except FileLockTimeout as exc:
@@ -110,9 +113,12 @@ def file_locks(names: list[str]) -> Iterator[None]:
 def lock_row(name: str) -> None:
     """Make sure the file's row exists and lock it for this transaction (SELECT … FOR UPDATE on PostgreSQL;
     SQLite has no row locks, and its IMMEDIATE transactions already hold the database's write lock)."""
-    if connection.vendor == "postgresql":
-        if WorkspaceFile.objects.select_for_update().filter(file_name=name).values_list("file_name").first():
+    quote = connection.ops.quote_name
+    lock = " FOR UPDATE" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:  # A written statement: twice a guarded write, where the ORM took 0.3 ms.
+        cursor.execute(
+            f"SELECT 1 FROM {quote(WorkspaceFile._meta.db_table)} WHERE {quote('file_name')} = %s{lock}", [name]
+        )
+        if cursor.fetchone() is not None:
             return
-    elif WorkspaceFile.objects.filter(file_name=name).exists():
-        return
     WorkspaceFile.objects.select_for_update().get_or_create(file_name=name)

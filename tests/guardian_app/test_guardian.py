@@ -297,6 +297,36 @@ def test_corrections_reach_the_offline_guardian(write, user_md):
     assert allowed.status == Status.WRITTEN and "allows it" in allowed.reason
 
 
+def test_the_corrections_read_for_every_turn_are_those_the_orm_selects(written_audit):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from guardian_app.models import BehaviorCorrection
+
+    now = timezone.now()
+    for n, (future, active, pattern) in enumerate(
+        [(True, True, "tea"), (True, True, None), (True, True, ""), (False, True, "x"), (True, False, "y")] * 3
+    ):
+        BehaviorCorrection.objects.create(
+            audit=written_audit,
+            original_status="written",
+            corrected_status="refused",
+            correction_reason=f"reason {n}",
+            apply_to_future=future,
+            active=active,
+            correction_pattern=pattern,
+            corrected_by="op",
+            corrected_at=now - dt.timedelta(minutes=n),
+        )
+    with_pattern = BehaviorCorrection.objects.for_prompt().exclude(correction_pattern__isnull=True)
+    with_pattern = with_pattern.exclude(correction_pattern="")
+    for limit in (2, 20):
+        assert BehaviorCorrection.objects.prompt_rows(limit) == list(BehaviorCorrection.objects.for_prompt()[:limit])
+        assert BehaviorCorrection.objects.prompt_rows(limit, with_pattern=True) == list(with_pattern[:limit])
+    assert [c.correction_pattern for c in BehaviorCorrection.objects.prompt_rows(20, with_pattern=True)] == ["tea"] * 3
+
+
 def test_an_english_fact_about_someone_with_a_chinese_name_is_not_too_short():
     from guardian_app.write.heuristic_guardian import vague_reason
 

@@ -6,6 +6,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from queue import Empty
 from typing import Any
 from unittest import mock
 
@@ -149,6 +150,37 @@ def test_a_message_another_consumer_took_is_skipped_and_a_later_one_is_found(tmp
         oldest.unlink()  # Another worker took message 1.
         producer.publish({"n": 3}, exchange=_queue().exchange, routing_key="q", declare=[_queue()])
         assert _drain(conn, 2) == [{"n": 2}, {"n": 3}]
+
+
+def test_an_empty_queue_beside_a_backlog_is_listed_again_only_after_ten_times_its_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr("reflection_site.broker.monotonic", lambda: clock[0])
+    backlog, empty = (Queue(name, Exchange(name, type="direct"), routing_key=name) for name in ("backlog", "empty"))
+    with _connection(tmp_path) as conn:
+        producer = conn.Producer()
+        for n in range(50):
+            producer.publish({"n": n}, exchange=backlog.exchange, routing_key="backlog", declare=[backlog, empty])
+        channel = conn.default_channel
+        real_listdir = os.listdir
+
+        def listdir(path: str) -> list[str]:
+            clock[0] += 0.001  # A folder of 50 messages, listed in 1 ms.
+            return real_listdir(path)
+
+        with mock.patch("reflection_site.broker.os.listdir", side_effect=listdir) as listed:
+            with pytest.raises(Empty):
+                channel._get("empty")
+            producer.publish({"n": "late"}, exchange=empty.exchange, routing_key="empty")
+            clock[0] += 0.009
+            with pytest.raises(Empty):
+                channel._get("empty")  # 9 ms after a 1 ms listing: not listed again.
+            assert listed.call_count == 1
+            clock[0] += 0.002
+            assert channel.Message(channel._get("empty"), channel=channel).decode() == {"n": "late"}
+            assert listed.call_count == 2
+            assert channel.Message(channel._get("backlog"), channel=channel).decode()["n"] in range(50)
 
 
 _QUEUE_TURNS = """
@@ -317,9 +349,7 @@ def test_the_hot_publisher_runs_the_task_in_eager_mode(settings: Any, monkeypatc
     settings.CELERY_TASK_ALWAYS_EAGER = True
     ran: list[str] = []
     monkeypatch.setattr("sessions_app.tasks.decide_turn", ran.append)
-    monkeypatch.setattr(
-        "sessions_app.tasks.ConversationTurn.objects", mock.Mock(**{"filter.return_value.first.return_value": "turn"})
-    )
+    monkeypatch.setattr("sessions_app.tasks.RowReader", mock.Mock(**{"of.return_value.first.return_value": "turn"}))
     HotPublisher("sessions_app.tasks.run_gate")("01TURN")
     assert ran == ["turn"]
 

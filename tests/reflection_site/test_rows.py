@@ -1,5 +1,6 @@
-"""RowWriter (ingest's and the scale seed's inserts) writes the column values the ORM writes, and the API-key lookup
-reads a key back as the ORM reads it. The integration suite runs these again on PostgreSQL."""
+"""RowWriter (ingest's and the scale seed's inserts) writes the column values the ORM writes, RowReader (the lookups of
+the gate and the guardian) reads rows as the ORM reads them, and the API-key lookup reads a key back as the ORM reads
+it. The integration suite runs these again on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.db import connection, models
 from django.test.utils import isolate_apps
 
 from reflection_site.models import ApiKey
-from reflection_site.rows import RowWriter
+from reflection_site.rows import RowReader, RowWriter
 from sessions_app.models import ConversationContext, ConversationSession, ConversationTurn, GateStatus
 
 pytestmark = pytest.mark.django_db
@@ -126,3 +127,42 @@ def test_generated_columns_are_left_to_the_database() -> None:
         for f in DatasetSample._meta.concrete_fields
         if f.generated
     )
+
+
+def test_a_row_read_by_a_reader_is_the_row_the_orm_reads() -> None:
+    ConversationSession.objects.create(id="channel:rows:4", channel_id="rows", metadata={"a": [1, 2.5, None]})
+    turn = ConversationTurn.objects.create(
+        session_id="channel:rows:4",
+        turn_number=1,
+        user_message_content="I prefer tea. ✓",
+        user_metadata={"nested": {"ok": True}},
+        agent_message_content="Noted.",
+        created_at=AWARE,
+        gate_enqueued_at=AWARE,
+    )
+    found = RowReader.of(ConversationTurn, "WHERE {id} = %s").first([turn.id])
+    by_orm = ConversationTurn.objects.get(id=turn.id)
+    names = [f.attname for f in ConversationTurn._meta.concrete_fields]
+    assert found is not None and found._state.adding is False and found._state.db == by_orm._state.db
+    assert [getattr(found, n) for n in names] == [getattr(by_orm, n) for n in names]
+    assert found.created_at == AWARE and found.user_metadata == {"nested": {"ok": True}}
+    assert found.session.metadata == {"a": [1, 2.5, None]}  # A relation still loads as the ORM loads it.
+    assert RowReader.of(ConversationTurn, "WHERE {id} = %s").first(["no such turn"]) is None
+
+
+def test_a_reader_of_some_fields_leaves_the_others_deferred_and_orders_as_asked() -> None:
+    ConversationSession.objects.create(id="channel:rows:5", channel_id="rows")
+    for number in (1, 2, 3):
+        ConversationTurn.objects.create(
+            session_id="channel:rows:5", turn_number=number, user_message_content=f"u{number}", agent_message_content=""
+        )
+    clause = "WHERE {session_id} = %s AND {turn_number} < %s ORDER BY {turn_number} DESC LIMIT %s"
+    rows = RowReader.of(ConversationTurn, clause, ("user_message_content",)).rows(["channel:rows:5", 3, 5])
+    assert [row.user_message_content for row in rows] == ["u2", "u1"]
+    assert rows[0].get_deferred_fields() >= {"turn_number", "agent_message_content"}
+    by_orm = (
+        ConversationTurn.objects.filter(session_id="channel:rows:5", turn_number__lt=3)
+        .order_by("-turn_number")
+        .values_list("user_message_content", flat=True)[:5]
+    )
+    assert [row.user_message_content for row in rows] == list(by_orm)
