@@ -288,16 +288,12 @@ def _with_loss(best: Finding, writes: Sequence[Finding]) -> Finding:
 
 # An activity or a liking added to another: "Also does pilates and yoga", "Also plays the cello" (not a home, a job or
 # a thing owned: those have one value, and a line that joins two would be replaced whole by the next move).
-_ALSO = re.compile(
-    r"^(?:Also|Too)\s+(?:does|plays|likes|loves|enjoys|practi[cs]es|speaks|paints|draws|sings|swims|runs|climbs|"
-    r"cooks|bakes|knits|reads|writes|collects|watches|listens to)\b",
-    re.I,
+_ACTIVITY_VERBS = (
+    r"does|plays|likes|loves|enjoys|practi[cs]es|speaks|paints|draws|sings|swims|runs|climbs|cooks|bakes|knits|reads|"
+    r"writes|collects|watches|listens to"
 )
-_ACTIVITY_OR_LIKING = re.compile(
-    r"^(?:Really |Also )?(?:does|plays|likes|loves|enjoys|practi[cs]es|speaks|paints|draws|sings|swims|runs|climbs|"
-    r"cooks|bakes|knits|reads|writes|collects|watches|listens to)\b",
-    re.I,
-)
+_ALSO = re.compile(rf"^(?:Also|Too)\s+(?:{_ACTIVITY_VERBS})\b", re.I)
+_ACTIVITY_OR_LIKING = re.compile(rf"^(?:Really |Also )?(?:{_ACTIVITY_VERBS})\b", re.I)
 
 
 def _with_also(best: Finding, writes: Sequence[Finding]) -> Finding:

@@ -148,6 +148,11 @@ def _suffixes(text: str) -> list[str]:
     return [text[i:] for i in range(len(text) - 1)]
 
 
+def _thing_ends(thing: str) -> list[str]:
+    """The endings of a thing given up that may stand for it in a line: never the person (every line has "用户")."""
+    return [end for end in _suffixes(thing) if end not in {"用户", "自己"}]
+
+
 def _negated_value_lines(fact: str, lines: list[str]) -> list[str]:
     who = subject(fact)
     stale: list[str] = []
@@ -185,7 +190,7 @@ def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str
         "dropped2"
     ):  # Any line of the person's that holds the thing, in either language.
         thing = _COURSE.sub("", dropped) or dropped
-        ends = [end for end in _suffixes(thing) if end not in {"用户", "自己"}]  # Never the person: every line has it.
+        ends = _thing_ends(thing)
         found = next((f for end in ends if (f := re.search(re.escape(end), line, re.I))), None)
         if found is not None:
             return found.start()
@@ -211,7 +216,7 @@ def _negated_zh_in(fact: str, who: str | None, chinese: re.Match[str], line: str
     if found is None and len(obj) >= 3 and not topic_first:  # A thing named in full, at a clause's end: "一杯伯爵茶，".
         found = re.search(rf"{re.escape(obj)}(?=[，。,.；;！!]|$)", line)
     if found is None and topic_first:
-        ends = [end for end in _suffixes(thing) if end not in {"用户", "自己"}]
+        ends = _thing_ends(thing)
         found = next((f for end in ends if (f := re.search(re.escape(end), line))), None)
     elif found is None and topic.search(line):
         found = re.search(re.escape(obj), line)
