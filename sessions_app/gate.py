@@ -298,7 +298,8 @@ def ask_gate(
                     "reason": verdict.reason,
                     "candidate_fact": fact,
                     "confidence": verdict.confidence,
-                },
+                }
+                | ({"also": [{"decision": d, "candidate_fact": f} for d, f in verdict.also]} if verdict.also else {}),
                 ensure_ascii=False,
             ),
             prompt_version="",

@@ -81,13 +81,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reflection_site import memory_files
 from reflection_site.poisoning import hold_reason
 from sessions_app import heuristic_rules as rules
 from sessions_app.correction_patterns import correction_pattern_problem, matches_correction_pattern
 from sessions_app.heuristic_chinese import identity_zh, soul_zh, tools_zh, user_zh
+from sessions_app.heuristic_companion import Theirs, about_them, named_in, without_theirs
 from sessions_app.heuristic_english import identity_en, people_en, soul_en, tools_en, user_en
 from sessions_app.heuristic_others import LOSS_REASON, loss, others_en, others_zh, resolve_pronoun, said_of_them
 from sessions_app.heuristic_person import expand
@@ -147,6 +148,8 @@ class GateVerdict:
     reason: str
     candidate_fact: str | None  # None only for NO_WRITE
     confidence: float  # 0..1, how sure the rule was
+    # Facts for other files the same turn states: ((decision, fact), …), as "someone else's" clauses (at most 2).
+    also: tuple[tuple[str, str], ...] = ()
 
 
 def _known_person_zh(clause: str, people: Collection[str]) -> Finding | None:
@@ -346,11 +349,15 @@ def _classify_message(
     previous: str | None = None
     first_statement: str | None = None
     said_before = [message for role, message in context if role == "user"][-1:]
+    named_before = named_in(said_before)
+    theirs: list[Theirs] = []  # Facts about someone else said beside another fact (heuristic_companion).
     for reading in readings:
         if reading.kind != "statement":
             continue
         text = resolve_pronoun(reading.text, said_before + [r.text for r in readings[: readings.index(reading)]])
         result = _classify_statement(text, greeted=reading.greeted, people=people)
+        theirs += [t for t in about_them(text, people, named_before) if t.finding not in [o.finding for o in theirs]]
+        named_before = named_in([text]) or named_before
         if isinstance(result, Remember):
             result = resolve_bare_remember(previous, context)
         else:
@@ -365,7 +372,7 @@ def _classify_message(
             findings[-1] = listed
         elif result is not None:
             findings.append(result)
-    writes = [f for f in findings if f.decision != NO_WRITE]
+    writes = [f for f in findings if f.decision != NO_WRITE] or [t.finding for t in theirs[:1]]
     if writes:
         # Among writes of one kind, a change wins, a negation first: "I went to the doctor. I've started eating
         # fish again. I'm no longer vegetarian." is about the diet that ended, not the visit that came first.
@@ -375,7 +382,15 @@ def _classify_message(
         if len({f.decision for f in writes}) > 1:
             # Several kinds of fact in one turn: only one is kept, so the choice is less certain.
             confidence = max(0.3, confidence - 0.1)
-        return GateVerdict(best.decision, best.reason, best.fact, confidence), first_statement
+        fact = best.fact or ""
+        for their in theirs if best.decision == "UPDATE_USER" else ():
+            fact = without_theirs(fact, their)
+        also = tuple(
+            (t.finding.decision, t.finding.fact)
+            for t in theirs
+            if t.finding.fact and t.finding.fact.rstrip("。.") not in fact
+        )[:2]
+        return GateVerdict(best.decision, best.reason, fact, confidence, also), first_statement
     if all(r.kind == "smalltalk" for r in readings) and (offer := offer_in(context)):
         if any(r.text and rules.AFFIRMATION.match(r.text) for r in readings):
             verdict = GateVerdict("UPDATE_MEMORY", "The user accepted the agent's offer to remember.", offer, 0.75)
@@ -448,6 +463,8 @@ def classify_turn(
     message = normalise(user_message)
     verdict, statement = _classify_message(message, context, people)
     verdict = _apply_corrections(verdict, message, statement, corrections)
+    if verdict.decision != NO_WRITE and verdict.also and hold_reason(verdict.candidate_fact or ""):
+        verdict = replace(verdict, also=())  # A held turn is reviewed whole: nothing is written beside it.
     if verdict.decision != NO_WRITE and not hold_reason(verdict.candidate_fact or ""):
         why = hold_reason(_without_forget_requests(message) if verdict.reason == FORGET_REASON else message)
         if why is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -197,6 +199,24 @@ class MemoryGateDecision(models.Model):
     def target_file(self) -> str | None:
         """The file this decision is written to in the workspace profile."""
         return memory_files.active().file_for_decision.get(self.decision)
+
+    def also_facts(self) -> list[tuple[str, str]]:
+        """The facts for other files the gate gave beside this decision's (its reply's ``also``, issue 21): a fact
+        about someone else said in the same sentence, as ``(decision, fact)``, at most two; never a file name, and
+        nothing for a ``NO_WRITE`` or a reply without a well-formed ``also``."""
+        if self.decision == Decision.NO_WRITE or not self.raw_response or '"also"' not in self.raw_response:
+            return []
+        try:
+            extra = json.loads(self.raw_response).get("also")
+        except (ValueError, AttributeError):
+            return []
+        facts = []
+        for item in extra if isinstance(extra, list) else []:
+            decision = str(item.get("decision", "")).strip().upper() if isinstance(item, dict) else ""
+            fact = item.get("candidate_fact") if isinstance(item, dict) else None
+            if decision in Decision.values and decision != Decision.NO_WRITE and isinstance(fact, str) and fact.strip():
+                facts.append((decision, fact.strip()))
+        return facts[:2]
 
 
 class MemoryGateStats(models.Model):

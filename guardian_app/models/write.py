@@ -178,9 +178,10 @@ class WriteGuardianAudit(models.Model):
                 condition=Q(status__in=["written", "refused", "failed", "skipped", "rolled_back"]),
                 name="write_guardian_audit_status_valid",
             ),
-            # A redelivered guardian task finds the decision's audit already there.
+            # A redelivered guardian task finds the decision's audit already there; a second fact the gate gave
+            # beside it (its "also", issue 21) has an audit of its own, told apart by source_ref ("also-1").
             models.UniqueConstraint(
-                fields=["decision"],
+                fields=["decision", "source_ref"],
                 condition=Q(retry_of__isnull=True, decision__isnull=False),
                 name="write_guardian_audit_decision_unique",
             ),

@@ -188,8 +188,8 @@ def find_existing(
     if retry_of is not None:
         return None
     if decision is not None:  # Looked for on every write and almost never there: a written statement.
-        clause = "WHERE {decision_id} = %s AND {retry_of_id} IS NULL ORDER BY {id} LIMIT 1"
-        return RowReader.of(WriteGuardianAudit, clause).first([decision.id])
+        clause = "WHERE {decision_id} = %s AND {source_ref} = %s AND {retry_of_id} IS NULL ORDER BY {id} LIMIT 1"
+        return RowReader.of(WriteGuardianAudit, clause).first([decision.id, source_ref or ""])
     if source_ref:
         return WriteGuardianAudit.objects.filter(
             source=source, source_ref=source_ref, decision__isnull=True, retry_of__isnull=True
@@ -451,19 +451,29 @@ def _ask_llm(run: _Run, client: Any, *, raise_transient: bool) -> WriteGuardianA
 
 
 def write_fact(decision: MemoryGateDecision) -> WriteGuardianAudit:
-    """Fold one ``UPDATE_*`` gate decision into its file (idempotent: one audit per decision)."""
-    target = memory_files.active().file_for_decision.get(decision.decision)
+    """Fold one ``UPDATE_*`` gate decision and its "also" facts into their files (one audit each); the first audit."""
+    files = memory_files.active().file_for_decision
+    target = files.get(decision.decision)
     if target is None:
         raise GuardianError(f"decision {decision.id} is {decision.decision}: nothing to write", code="nothing_to_write")
-    # Whose fact it is: another person's fact is written with them named, their rules for the agent held.
-    routed = attribution.route(decision, target, decision.candidate_fact or "")
-    return guard_write(
-        target_file=routed.target_file,
-        candidate_fact=routed.fact,
-        source="gate",
-        decision=decision,
-        hold_reason=routed.hold_reason,
-    )
+    facts = [("", target, decision.candidate_fact or "")]
+    facts += [(f"also-{n}", files.get(kind, target), fact) for n, (kind, fact) in enumerate(decision.also_facts(), 1)]
+    # Whose fact it is: ``attribution``. An "also" audit is found by source_ref; none beside a held fact.
+    audit: WriteGuardianAudit | None = None
+    for ref, name, fact in facts:
+        routed = attribution.route(decision, name, fact)
+        written = guard_write(
+            target_file=routed.target_file,
+            candidate_fact=routed.fact,
+            source="gate",
+            source_ref=ref,
+            decision=decision,
+            hold_reason=routed.hold_reason,
+        )
+        audit = audit or written
+        if audit.held_for_review:
+            break
+    return audit  # type: ignore[return-value]
 
 
 def retry_write(
