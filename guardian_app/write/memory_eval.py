@@ -254,7 +254,7 @@ def _replay_turn(
     if decision is not None and decision.decision != Decision.NO_WRITE:
         audit = write_fact(decision)
     written = audit is not None and audit.status == WriteGuardianAudit.Status.WRITTEN
-    if audit is not None and not written and decision.also_facts():
+    if audit is not None and not written:
         # The gate's "also" facts are this turn's writes too: a poison or small-talk line is counted wherever it went.
         written_also = decision.audits.filter(source_ref__startswith="also-", status=WriteGuardianAudit.Status.WRITTEN)
         audit = written_also.first() or audit
