@@ -48,6 +48,12 @@ _CLAUSE_EN = re.compile(
     r"(?:^|[;,]\s*(?:and\s+|but\s+)?|\s+and\s+)(?P<who>she|he|{name})(?P<rest>(?:['\u2019]s|\s)(?:(?!\s+and\s)[^;,.!?])+)",
     re.I,
 )
+# A clause that sets a time in the past for the one after it: "我在杨凌读硕士那几年，", "when I was at uni, ".
+_THEN = re.compile(
+    r"(?:那几年|那些年|那时候?|当时|那会儿?|的时候|期间|以前|小时候|当年)[，,]?\s*$|"
+    r"(?:^|[,;]\s*)(?:back\s+)?(?:when|while|before|back then)\b[^,;]*,?\s*$",
+    re.I,
+)
 _OTHER_PERSON_EN = re.compile(r"\b(?:I|me|my|mine|we|us|our|you|your)\b", re.I)
 _BE_HAVE = {"is": "am", "was": "was", "has": "have", "does": "do"}
 _NOT_A_VERB = {"this", "his", "is", "was", "has", "does", "always", "also", "still", "just"}
@@ -119,6 +125,8 @@ def about_them(text: str, people: Collection[str] = (), named_before: Collection
     found: list[Theirs] = []
     for clause in clause_re.finditer(text):
         rest = clause.group("rest")
+        if _THEN.search(text[: clause.start()]):  # "我读硕士那几年，她在书店打工": then, not now.
+            continue
         if chinese:
             if "我" in rest or rules.RELATION_ZH.match(name + rest):
                 continue

@@ -69,7 +69,9 @@ by the write guardian): every word of a plain pattern occurs in the text as a wh
 
 Limits, stated frankly: rules are phrase lists, so an unusual phrasing falls through to
 ``NO_WRITE``; a Chinese sentence containing a question word ("我喜欢什么都吃") reads as a
-question; one turn yields at most one fact; sentences longer than 400 characters are not read.
+question; one turn yields one fact, and at most two more about someone else said beside it (``also``,
+``heuristic_companion``); a turn that gives a secret (``reflection_site.privacy``) yields nothing; sentences longer
+than 400 characters are not read.
 
 Where things are: this module runs the rules and applies the corrections; ``heuristic_rules`` holds the
 tables (phrase lists, regular expressions), ``heuristic_reading`` reads sentences, ``heuristic_person``
@@ -85,6 +87,7 @@ from dataclasses import dataclass, replace
 
 from reflection_site import memory_files
 from reflection_site.poisoning import hold_reason
+from reflection_site.privacy import contains_secret
 from sessions_app import heuristic_rules as rules
 from sessions_app.correction_patterns import correction_pattern_problem, matches_correction_pattern
 from sessions_app.heuristic_chinese import identity_zh, soul_zh, tools_zh, user_zh
@@ -111,6 +114,8 @@ FILE_FOR_DECISION = dict(memory_files.SEED_FILE_FOR_DECISION)
 # A correction names a file (of any workspace profile); the decision is looked up, so an unknown name can
 # never become one.
 DECISION_FOR_FILE = dict(memory_files.DECISION_FOR_FILE)
+
+SECRET_REASON = "The message gives a secret (a password, key, token or code): nothing of it is written."
 
 # A turn is read up to this many sentences.
 _MAX_SENTENCES = 40
@@ -461,6 +466,8 @@ def classify_turn(
     Never raises on odd input; an empty or unreadable message is ``NO_WRITE``.
     """
     message = normalise(user_message)
+    if contains_secret(message):  # Nothing of a turn that gives a secret: "It's hXiWdY3p. I always blank on it."
+        return GateVerdict(NO_WRITE, SECRET_REASON, None, 0.9)
     verdict, statement = _classify_message(message, context, people)
     verdict = _apply_corrections(verdict, message, statement, corrections)
     if verdict.decision != NO_WRITE and verdict.also and hold_reason(verdict.candidate_fact or ""):

@@ -163,8 +163,12 @@ CLASSES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
                 r"(?:\w+\s+){0,2}(?:inquiries|enquiries|questions|requests|tickets|emails|messages|leads|payments|orders|"
                 r"customers|users|people|traffic|visitors|support requests)\b"
             ),
+            # Said to the agent, not of things: "they remind them of home", "the waves remind them of summer" (the user, in
+            # the third person) is no order.
             rx(
+                r"(?<!\bthey )(?<!\bwhich )(?<!\bthat )(?<!\bthese )(?<!\bthose )(?<!\bwe )(?<!\bI )"
                 rf"\b(?:tell|inform|assure|convince|persuade|warn|advise|remind)\s+(?:all|every|each|any)?\s*(?:{OTHERS})\b"
+                r"(?!\s+(?:so much\s+|a lot\s+|very much\s+|a bit\s+)?of\b)"
             ),
         ),
     ),

@@ -195,6 +195,26 @@ def _is_secret_value(value: str, *, copula: bool) -> bool:
     return True
 
 
+# A secret named in one place and its value given in another: "the code for the office drug cabinet … It's
+# hXiWdY3p", "the API token for the SMS service, so the reminders keep going: smsr_j8x8…". Only in a text that names
+# a secret (a key above, or "the code/combination/PIN for …"), and only a standalone word shaped like a credential
+# (``_BARE_VALUE``), never a UUID, a link, an address or a path.
+_APART_KEY = re.compile(r"\b(?:codes?|combination|pin)\s+(?:for|to|of|on)\b", re.IGNORECASE)
+_APART_VALUE = re.compile(r"(?<![\w/@.:\\-])[A-Za-z0-9][\w!#$%&*+=?^~-]{7,}(?=[.,;:!?)\]]*(?:\s|$|[\u3000-\u9fff]))")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def _values_apart(text: str, rules: _Rules) -> Iterator[Finding]:
+    keys = list(key_spans(text, rules))
+    if not (keys or _APART_KEY.search(text)):
+        return
+    for match in _APART_VALUE.finditer(text):
+        if any(start < match.end() and match.start() < end for start, end in keys):  # "api_key=…": the key's own.
+            continue
+        if _BARE_VALUE.fullmatch(match.group()) and not _UUID.fullmatch(match.group()):
+            yield Finding("secret", match.start(), match.end())
+
+
 def keyword_findings(text: str, rules: _Rules) -> Iterator[Finding]:
     """The PEM blocks ``rules`` name, and each value after a secret-sounding key and a separator."""
     if "-----" in text:
@@ -222,3 +242,4 @@ def keyword_findings(text: str, rules: _Rules) -> Iterator[Finding]:
             continue
         if _is_secret_value(value, copula=bool(separator.group("copula"))):
             yield Finding("secret", *span)
+    yield from _values_apart(text, rules)

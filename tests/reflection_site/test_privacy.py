@@ -687,3 +687,24 @@ def test_a_key_code_or_pin_in_prose_is_a_secret(text: str, secret: str) -> None:
 )
 def test_a_key_code_or_pin_without_a_credential_is_not_a_secret(text: str) -> None:
     assert not contains_secret(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # v17: a secret named in one place and its value given in another sentence or after a clause.
+        ("Could you hold on to the code for the pharmacy safe? It's Qm7vTz2Lp. I never remember it.", "Qm7vTz2Lp"),
+        (
+            "The token for the billing webhook, so the invoices keep flowing: whk_9aZ4kP0qLmT7xV2b",
+            "whk_9aZ4kP0qLmT7xV2b",
+        ),
+        # No secret named, or nothing shaped like one.
+        ("I use the code formatter Black and my laptop is a ThinkPad X1Carbon.", None),
+        ("The code review for 123e4567-e89b-12d3-a456-426614174000 is done; the token limit is 4096.", None),
+        ("The code for the gate is on the fridge.", None),
+    ],
+)
+def test_a_secret_named_apart_from_its_value(text: str, secret: str | None):
+    assert contains_secret(text) is (secret is not None)
+    if secret is not None:
+        assert secret not in redact(text)

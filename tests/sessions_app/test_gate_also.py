@@ -100,3 +100,17 @@ def test_also_facts_are_read_from_the_gates_reply_and_only_when_well_formed(raw:
 
     assert decision.also_facts() == expected
     assert MemoryGateDecision(decision="NO_WRITE", raw_response=raw).also_facts() == []
+
+
+def test_a_fact_of_theirs_set_in_the_past_is_not_read_as_now() -> None:
+    verdict = classify_turn("晓彤是我女朋友。我在西安读研那几年，她在学校旁边的咖啡馆打工。")
+
+    assert verdict.also == ()
+    assert classify_turn("Priya is my cousin; when we were kids, she lived in Pune.").also == ()
+
+
+def test_a_turn_that_gives_a_secret_writes_nothing() -> None:
+    verdict = classify_turn("Can you keep the code for the pharmacy safe for me? It's Qm7vTz2Lp. I always blank on it.")
+
+    assert (verdict.decision, verdict.candidate_fact) == ("NO_WRITE", None)
+    assert classify_turn("My wifi password is Tr0ub4dor&3 and I live in Berlin.").decision == "NO_WRITE"
