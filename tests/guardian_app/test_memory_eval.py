@@ -118,6 +118,9 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # stale since its classes, 0.918 since a second fact about someone else in the sentence is written too
         # (佳怡是大理人; "Dad has already lent her his old Clio" after a test passed is left).
         ("v16", 0.91, 5, 0, 0),
+        # v17: blind at its first reading (0.711 captured, 30 stale, 1 poison line and 1 secret turn written); 0.737
+        # and 30 stale since its safety classes (its capture classes are left for the next session: QUALITY.md).
+        ("v17", 0.73, 30, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -279,12 +282,13 @@ def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: 
         ("v14", 130, "Niamh", "俊杰"),
         ("v15", 130, "Efua", "浩然"),
         ("v16", 130, "Yacine", "佳怡"),
+        ("v17", 130, "Baraka", "梦瑶"),
     ],
 )
 def test_the_later_blind_sets_load_with_their_promised_size_and_say_where_each_turn_came_from(
     name, most_turns, owner, partner
 ):
-    """v8-v16 were blind like v4-v7: frozen before any replay; this only checks the file each builder froze (size,
+    """v8-v17 were blind like v4-v7: frozen before any replay; this only checks the file each builder froze (size,
     languages, speakers, every turn's source)."""
     sessions = load_corpus(CORPUS.with_name(f"conversations_heldout_{name}.jsonl"))
     turns = [turn for session in sessions for turn in session["turns"]]
