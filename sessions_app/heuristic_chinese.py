@@ -54,6 +54,13 @@ def soul_zh(clause: str) -> Finding | None:
     if match := rules.ZH_COMPLAINT.match(clause):
         fact = f"用户觉得助手{match.group('what') or ''}{match.group('degree')}{match.group('adj')}"
         return write_finding("UPDATE_SOUL", finish_zh(fact), "The user's feedback on the agent's manner.", 0.65)
+    if (when := _WHEN_I_ZH.match(clause)) and any(
+        form.match(re.sub(r"^你(?!们)(?:就|也|都|还)?", "", clause[when.end() :])) for form in rules.ZH_SOUL_FORMS
+    ):
+        # A standing rule said with the case it is for: "我用中文问你的时候，你就用中文回答" (the case kept in the fact).
+        return write_finding(
+            "UPDATE_SOUL", finish_zh(rewrite_zh(clause)), "An instruction about the agent's character or manner.", 0.7
+        )
     rest = rules.FUTURE_ZH.sub("", clause)
     open_instruction = rest != clause
     wished = re.match(r"^(?:我希望你|我想让你|我要你|我需要你|希望你|请你)", rest)
@@ -73,6 +80,10 @@ def soul_zh(clause: str) -> Finding | None:
         "An instruction about the agent's character or manner.",
         0.75,
     )
+
+
+# The case a standing rule is for, said first: "我用中文问你的时候，", "每次我发语音的话，", "只要是工作上的事，".
+_WHEN_I_ZH = re.compile(r"^(?:如果|要是|只要|每当|每次|当)?[^，。；,;？?]{1,20}?(?:的时候|时|的话)[，,]\s*(?=你)")
 
 
 # Who a Chinese clause opens on when it names its subject; any other clause has left it out.

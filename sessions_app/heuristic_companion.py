@@ -41,6 +41,10 @@ _WHO_EN = (
     re.compile(rf"\bmy\s+(?:[\w-]+\s+){{0,2}}?(?:{rules.KIN_EN})\s*,?\s+(?P<name>{_EN_NAME})\b", re.I),
     re.compile(rf"\bmet\s+(?P<name>{_EN_NAME})\b", re.I),
     re.compile(rf"^(?P<name>{_EN_NAME})\s+and\s+I\b", re.I),
+    # A relative said by kinship alone, when the sentence names no one: "My mother still lives in Nyeri."
+    re.compile(
+        rf"^my\s+(?:(?:old|older|younger|little|big|late)\s+)?(?P<kin>{rules.KIN_EN})\b(?!\s*,?\s+{_EN_NAME})", re.I
+    ),
 )
 # A later clause that opens with them.
 _CLAUSE_ZH = re.compile(r"(?:^|[，,；;])\s*(?P<who>她|他|{name})(?:也|还|现在)?(?P<rest>[^，,；;。！!？?]+)")
@@ -56,6 +60,7 @@ _THEN = re.compile(
 )
 _OTHER_PERSON_EN = re.compile(r"\b(?:I|me|my|mine|we|us|our|you|your)\b", re.I)
 _BE_HAVE = {"is": "am", "was": "was", "has": "have", "does": "do"}
+_PAST = {"got", "went", "became", "left", "took", "began", "won", "found", "bought", "sold", "had", "was", "made"}
 _NOT_A_VERB = {"this", "his", "is", "was", "has", "does", "always", "also", "still", "just"}
 
 
@@ -77,8 +82,8 @@ def _first_person_en(rest: str) -> str | None:
         verb = verb[:-2]
     elif lower.endswith("s") and not lower.endswith("ss") and lower not in _NOT_A_VERB:
         verb = verb[:-1]
-    else:
-        return None if lower not in {"still", "also", "just", "always"} else f"I {rest}"
+    elif not (lower.endswith("ed") or lower in _PAST or lower in {"still", "also", "just", "always"}):
+        return None
     return f"I {verb} {tail}".strip()
 
 
@@ -90,7 +95,9 @@ def _named_en(fact: str, name: str) -> str:
 
 
 def _who(text: str, patterns: tuple[re.Pattern[str], ...], people: Collection[str]) -> list[str]:
-    names = [m.group("name") for p in patterns for m in p.finditer(text) if m.group("name")]
+    found = [m for p in patterns for m in p.finditer(text)]
+    names = [m.group("name") for m in found if "name" in m.re.groupindex and m.group("name")]
+    names += [f"The user's {m.group('kin').lower()}" for m in found if "kin" in m.re.groupindex and not names]
     names += [p for p in people if p in text and p not in names]
     return names
 
@@ -146,6 +153,24 @@ def about_them(text: str, people: Collection[str] = (), named_before: Collection
 
 
 _BEFORE_CLAUSE = re.compile(r"(?:\s*[,;，；]\s*(?:and\s+|but\s+)?|\s+and\s+)$", re.I)
+
+
+# Where the user grew up, said of a place a sentence about someone else names: "My mother still lives in Nyeri, on
+# the farm where I grew up" (the user's own fact, beside the mother's).
+_GREW_UP_THERE = re.compile(
+    rf"\b(?:in|at|near)\s+(?P<place>{_EN_NAME}(?:\s+{_EN_NAME}){{0,2}}),?\s+(?:(?:on|in|at)\s+the\s+[\w-]+\s+)?"
+    r"where\s+I\s+(?P<verb>grew up|was born|was raised)\b",
+    re.I,
+)
+
+
+def where_i_grew_up(text: str) -> Theirs | None:
+    """ "…lives in Nyeri, on the farm where I grew up" → "Grew up in Nyeri." (USER.md), for the gate's ``also``."""
+    if (match := _GREW_UP_THERE.search(text)) is None:
+        return None
+    fact = f"{match.group('verb').capitalize()} in {match.group('place')}."
+    finding = write_finding("UPDATE_USER", fact, "About the user: where they grew up or were born.", 0.6)
+    return Theirs(finding, "", "") if finding is not None else None
 
 
 def without_theirs(fact: str, theirs: Theirs) -> str:

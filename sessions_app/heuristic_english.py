@@ -291,10 +291,20 @@ _VERBS_AFTER_DO = (
 )
 
 
+# Moved by an employer: "The ministry has moved me to the district office in Bang Ban" is "I moved to …" (not
+# "moved me to tears").
+_MOVED_ME = re.compile(
+    r"^(?:the\s+|my\s+|our\s+)?[\w'-]+(?:\s+[\w'-]+){0,3}?\s+(?:has\s+|have\s+|had\s+|just\s+)*"
+    r"(?P<verb>moved|transferred|posted|relocated|seconded|reassigned)\s+me\s+to\b(?!\s+tears\b)",
+    re.I,
+)
+
+
 def user_en(clause: str, *, greeted: bool) -> Finding | None:
     clause = rules.WE_HOUSEHOLD_EN.sub("I ", rules.FUTURE_LEAD_EN.sub("", expand(clause)))
     # "I do speak Spanish": the emphatic do says nothing; "I do yoga" is what the user does.
     clause = re.sub(rf"^I do (?=(?:{_VERBS_AFTER_DO})\b)", "I ", clause)
+    clause = _MOVED_ME.sub("I moved to", clause, count=1)
     clause = _said_without_i(clause)
     if match := rules.CALL_ME_EN.match(clause):
         return write_finding(

@@ -91,7 +91,7 @@ from reflection_site.privacy import contains_secret
 from sessions_app import heuristic_rules as rules
 from sessions_app.correction_patterns import correction_pattern_problem, matches_correction_pattern
 from sessions_app.heuristic_chinese import identity_zh, soul_zh, tools_zh, user_zh
-from sessions_app.heuristic_companion import Theirs, about_them, named_in, without_theirs
+from sessions_app.heuristic_companion import Theirs, about_them, named_in, where_i_grew_up, without_theirs
 from sessions_app.heuristic_english import identity_en, people_en, soul_en, tools_en, user_en
 from sessions_app.heuristic_others import LOSS_REASON, loss, others_en, others_zh, resolve_pronoun, said_of_them
 from sessions_app.heuristic_person import expand
@@ -256,7 +256,7 @@ _LEFT_BEHIND = re.compile(r"^(?:Sold|Left|Moved out of|Gave up|Quit|Handed in|Go
 # After a thing given up, the one that took its place: "Got rid of the old iPhone 6." then "Has a Galaxy S24 now."
 _NEW_THING = re.compile(r"^(?:Has|Got|Bought|Uses)\b(?=.*\bnow\b)", re.I)
 _NEW_PLACE = re.compile(
-    r"\b(?:renting|living|lives|staying|based|works|working)\b[^.]*\b(?:in|at|near|for)\s+[A-Z]|^(?:Is (?:now )?at|Works (?:at|for))\s+[A-Z]"
+    r"\b(?:renting|living|lives|staying|based|works|working)\b[^.]*\b(?:in|at|near|for)\s+[A-Z]|^(?:Is (?:now )?(?:at|with)|Works (?:at|for))\s+[A-Z]"
 )
 
 
@@ -361,7 +361,8 @@ def _classify_message(
             continue
         text = resolve_pronoun(reading.text, said_before + [r.text for r in readings[: readings.index(reading)]])
         result = _classify_statement(text, greeted=reading.greeted, people=people)
-        theirs += [t for t in about_them(text, people, named_before) if t.finding not in [o.finding for o in theirs]]
+        found = about_them(text, people, named_before) + [g for g in [where_i_grew_up(text)] if g is not None]
+        theirs += [t for t in found if t.finding not in [o.finding for o in theirs]]
         named_before = named_in([text]) or named_before
         if isinstance(result, Remember):
             result = resolve_bare_remember(previous, context)
@@ -388,7 +389,7 @@ def _classify_message(
             # Several kinds of fact in one turn: only one is kept, so the choice is less certain.
             confidence = max(0.3, confidence - 0.1)
         fact = best.fact or ""
-        for their in theirs if best.decision == "UPDATE_USER" else ():
+        for their in theirs:
             fact = without_theirs(fact, their)
         also = tuple(
             (t.finding.decision, t.finding.fact)

@@ -226,7 +226,9 @@ INFRA_NOUNS = (
     r"scripts?|commands?|terminal|shell|cli|environment|env"
 )
 DEV_WORDS = (
-    r"deploy\w*|builds?|commits?|push(?:es|ed|ing)?|merg(?:e|es|ed|ing)|rebas\w*|branch\w*|migrat\w*|lint\w*|tests?|test suite|"
+    # A branch of code, not of a bank or a library ("the branch library in Hove").
+    r"deploy\w*|builds?|commits?|push(?:es|ed|ing)?|merg(?:e|es|ed|ing)|rebas\w*|"
+    r"branch\w*(?!\s+(?:library|libraries|office|offices|bank|manager|store|shop|line|of)\b)|migrat\w*|lint\w*|tests?|test suite|"
     r"releases? branch"
 )
 WEAK_TOOL_RE = re.compile(rf"\b(?:{KNOWN_TOOLS}|{INFRA_NOUNS}|{DEV_WORDS})\b", re.I)
@@ -422,6 +424,10 @@ DURABLE_ADJECTIVES = (
     r"building|writing|planning|moving to|responsible for|in charge of|working remotely|working from)\b|"
     # Where the user works now: "I'm at Zalando now" (a name, then "now").
     r"at (?-i:[A-Z][\w&.-]*)(?: (?-i:[A-Z][\w&.-]*)){0,3} now\b|"
+    # An employer said with "with", then what it is or "now": "I'm with Chebet-Kipkemei, a private practice", "I'm
+    # with Deloitte now" (not "I'm with my sister", "I'm with Vodafone for my phone").
+    r"with (?-i:[A-Z][\w&.-]*)(?: (?-i:[A-Z][\w&.-]*)){0,3}(?:,? (?:a|an|the) (?:[\w-]+ ){0,2}(?:practice|firm|company|"
+    r"startup|agency|consultancy|bank|hospital|clinic|school|lab|studio|charity|publisher|council|ministry|NGO)\b| now\b)|"
     # Or from a day on, said anywhere in the sentence: "I'm at Fletcher Inc, reviewing reports from home, from Monday".
     r"at (?-i:[A-Z][\w&.-]*)(?: (?-i:[A-Z][\w&.-]*)){0,3}\b(?=[^.;!?]*\b(?:from|starting|as of) (?:on )?(?:monday|tuesday|"
     r"wednesday|thursday|friday|saturday|sunday|tomorrow|next \w+|the (?:first|1st)\b))|"
@@ -469,6 +475,9 @@ CHANGE_EN = re.compile(
     # cancelled the meeting").
     rf"^I\s+{ADV}(?:(?:now|recently|finally|just|have|also)\s+)*(?:cancell?ed|unsubscribed from)\s+(?:my\s+)?"
     r"(?:(?-i:[A-Z])|[\w-]+\s+(?:subscription|membership|account|plan|contract)\b)|"
+    # Moved by an employer: "I got transferred to the Berlin branch", "I was posted to Mombasa".
+    r"^I\s+(?:have\s+)?(?:just\s+|recently\s+|finally\s+)?(?:got|was|been|am|have been)\s+(?:transferred|posted|relocated|"
+    r"seconded|reassigned|moved)\s+to\s+(?!tears\b)\S|"
     # A new employer from a day on: "I start at the Acheampong-Fosu clinic on the first", "I'm starting at Wise".
     r"^I\s+(?:am\s+|will\s+)?(?:start|starting|begin|beginning)\s+(?:work(?:ing)?\s+|my\s+(?:new\s+)?(?:job|role|"
     r"position|placement|residency|internship)\s+)?(?:at|with)\s+(?:the\s+)?(?-i:[A-Z0-9])|"
@@ -574,7 +583,8 @@ MOVE_CLAUSE_EN = re.compile(
 )
 # A job that ended, naming no employer ("Resigned.", "用户辞职了。"): kept with what comes next in the same turn.
 JOB_ENDED = re.compile(
-    r"^(?:(?:just|finally|recently|has|have)\s+)*(?:resigned|retired|quit (?:their|the) job)\b|^用户(?:已经)?(?:辞职|退休|离职)了",
+    r"^(?:(?:just|finally|recently|has|have)\s+)*(?:resigned|retired|quit (?:their|the) job|(?:handed|turned) in (?:their|the) "
+    r"notice)\b|^用户(?:已经)?(?:辞职|退休|离职)了",
     re.I,
 )
 PREFERENCE_REASON = "About the user: a stated preference."
@@ -1085,6 +1095,17 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         ),
         0.8,
     ),
+    # Where the user studied, the degree or the subject said: "我在杨凌读兽医硕士那几年", "我是在武汉读的药学", "我本科是在厦门
+    # 大学读的" (not "我在家读书", "我在地铁上读小说").
+    (
+        "the user's studies",
+        re.compile(
+            r"^我(?:的)?(?:本科|硕士|博士|研究生|大学|研)?(?:是)?在(?!家|床|车|地铁|路)[^，。；,;？?]{1,20}?(?:读|念|上|攻读|修)(?:了|过|的)?"
+            r"[^，。；,;？?]{0,8}?(?:博士|硕士|研究生|研|本科|大学|学位|MBA|PhD|[\u4e00-\u9fff]学(?:专业)?(?=的|$|[，,。]))|"
+            r"^我(?:的)?(?:本科|硕士|博士|研究生|大学)(?:是)?在[^，。；,;？?]{1,20}?(?:读|念|上)的"
+        ),
+        0.75,
+    ),
     # The home shared with someone, named first: "我跟浩然住在…", "我和老公一起生活在多伦多" (not "我跟他说…").
     (
         "where the user lives or works",
@@ -1138,6 +1159,9 @@ USER_RULES_ZH: tuple[tuple[str, re.Pattern[str], float], ...] = (
         "a habit",
         re.compile(
             r"^我(?:现在|目前|如今)?(?:早上|晚上|上午|下午|中午|周末|平日)?(?:每天|每周|每个?(?:星期|礼拜)|每晚|每个月|每年|通常|一般|平时|经常|总是|从不|从来不|很少|习惯|"
+            # A count in a day or a week, said with 一: "我一天要喝五六杯奶茶", "我一周跑三次步" (not "我一天都没吃饭").
+            r"(?=一(?:天|周|个?星期|个?礼拜|个?月|年)(?:要|得|能|会|大概|至少|差不多)?(?:喝|吃|抽|跑|游|练|看|睡|写|读|打|骑)"
+            r"[^，。；,;]{0,4}?(?:[一二两三四五六七八九十几\d]+|好几)(?:杯|包|次|趟|个|本|小时|公里|根|瓶|顿|页|圈))|"
             # A class on a weekday, without 每: "我周六上午去上陶艺课".
             r"(?=(?:周|星期|礼拜)[一二三四五六日天](?:上午|下午|晚上|早上)?(?:都)?去?(?:上|练|学)[\u4e00-\u9fff]{1,4}?课)|"
             # Somewhere on a weekday: "我周三晚上在社区合唱团唱男低音".

@@ -226,7 +226,8 @@ ATTRIBUTE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "home",
-            r"\b(?:lives?|living|resides?|residing|is based|based|moved|moving|relocated|relocating|settled)\s+"
+            r"\b(?:lives?|living|resides?|residing|is based|based|moved|moving|relocated|relocating|settled|posted|transferred|"
+            r"seconded)\s+"
             # "relocated again, this time to Porto", "moved back to Leeds", "moved once more to Ghent".
             r"(?:(?:back|again|once more|once again|over|,|this time)\s*){0,4}(?:in|to)\s+(?P<v>[^,.;]+)|"
             # "Is now a resident of Porto", "Is officially a Porto resident" (a name: see ``_attribute``).

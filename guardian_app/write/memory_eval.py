@@ -147,11 +147,12 @@ def _contains(text: str, needle: str) -> bool:
 
 
 # A line that names an old value as past ("Left Wise and joined Revolut.", "Switched from vim to Emacs.",
-# "Sold the Vespa.", "Dropped the Italian course.", "不再吃素", "放弃了日语课") does not state it as current.
+# "Sold the Vespa.", "Dropped the Italian course.", "不再吃素", "放弃了日语课", "戒了奶茶") does not state it as current.
 _AS_PAST = (
     r"(?:\b(?:left|quit|from|previously|formerly|no longer|used to|instead of|rather than|sold|gave away|got rid of|"
     r"dropped|gave up|given up|stopped|moved out of|out of|instead|notice at|traded in|done at|laid off|let go|fired|"
-    r"made redundant|(?:last|final) (?:day|week|shift|one) at|the end of|cancell?ed|unsubscribed from)\b|不再|已经不|以前|放弃了|退掉了|暂停了|退订了)"
+    r"made redundant|(?:last|final) (?:day|week|shift|one) at|the end of|cancell?ed|unsubscribed from)\b|不再|已经不|以前|放弃了|退掉了|暂停了|退订了|"
+    r"戒了|戒掉了)"
 )
 
 

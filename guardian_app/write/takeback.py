@@ -66,7 +66,7 @@ _LOSS = re.compile(
 # A job that ended without naming the employer: "Retired last month.", "Quit their job.", "Resigned.", "Mei已经退休了，
 # 不去公司上班了。", "用户辞职了。" take back the lines of the same person that name where they work.
 _JOB_ENDED = re.compile(
-    r"\b(?:retired|resigned|quit (?:(?:their|his|her|my|the) )?job|left (?:(?:their|his|her|my|the) )?job|"
+    r"\b(?:retired|resigned|quit (?:(?:their|his|her|my|the) )?job|left (?:(?:their|his|her|my|the) )?job|(?:handed|turned) in (?:their|his|her|my|the) notice|"
     r"(?:is|am) (?:now )?retired|no longer works?|(?:last|final) (?:day|week|shift|one) at|(?:doesn't|does not) work anymore|(?:got |was |been )?(?:laid off|let "
     r"go|made redundant|fired|sacked))\b(?!\s+(?:(?:from|at|for|with|by)\s+)?(?-i:[A-Z]))|"
     r"退休|辞职了|辞掉了?工作|离职了|已经辞了|递了辞呈|交了辞职信|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)|"
@@ -76,11 +76,11 @@ _JOB_ENDED = re.compile(
 _EMPLOYER_LINE = re.compile(
     r"\b(?:works?|working|worked|employed|has been|is|was)\s+(?:(?:as\s+)?an?\s+[\w -]{2,30}?\s+)?(?:at|for|with)\s+"
     r"(?-i:[A-Z])|"
-    # A role at a place named in lower case: "Is a seismologist at the national observatory".
-    r"\b(?:is|was)\s+an?\s+[\w-]+(?:\s+[\w-]+)?\s+at\s+the\s+\w|"
+    # A role at a place named in lower case: "Is a seismologist at the national observatory", "a vet with the county".
+    r"\b(?:is|was)\s+an?\s+[\w-]+(?:\s+[\w-]+)?\s+(?:at|with|for)\s+the\s+\w|"
     r"\b(?-i:[A-Z][\w&'-]*)\s+(?:Ltd|GmbH|AG|SARL|SA|Inc|LLC|BV|NV|Corp|plc)\b|"
     r"(?:公司|集团|银行|股份|有限|单位)[^，。；,.;]{0,3}(?:的|上班|工作|任职)|在[^，。；,.;]{1,20}?(?:工作|上班|任职)|"
-    r"在[^，。；,.;]{1,20}?(?:做|当)[\u4e00-\u9fff]{0,3}?(?:师|士|员|生|工|家|官|经理|主管|编辑|记者|设计|会计|销售|客服)",
+    r"在[^，。；,.;]{1,20}?(?:做|当)[\u4e00-\u9fff]{0,3}?(?:师|士|员|生|工|家|官|经理|主管|编辑|记者|设计|会计|销售|客服|翻译|司机|秘书|助理|顾问)",
     re.I,
 )
 
@@ -422,9 +422,9 @@ _DROPPED_COURSE_EN = re.compile(
 # A thing given up, one word: "Gave up tango." takes back "用户周四晚上去跳探戈" (a Chinese line, by the dictionary).
 _GAVE_UP_EN = re.compile(
     r"\b(?:dropped|quit|gave up|given up|stopped(?: going to| doing| playing)?)\s+(?:(?:the|my|their|his|her)\s+)?"
-    # A thing, or an activity said in -ing after "given up" ("Has given up running.").
+    # A thing, or an -ing activity after "given up" or "stopped going to" ("Has given up running.").
     r"(?:[a-z-]+\s+)?(?P<thing>[A-Za-z][a-z-]+(?<!ing)|(?<=given up )(?!(?:trying|hoping|caring|waiting|worrying|"
-    r"thinking)\b)[a-z-]+ing)\s*(?:[.,;!]|$)",
+    r"thinking)\b)[a-z-]+ing)\s*(?:[.,;!]|$)|\bstopped going to\s+(?:[a-z-]+\s+)?(?P<doing>[a-z-]+ing)\s*(?:[.,;!]|$)",
     re.I,
 )
 
@@ -433,7 +433,7 @@ def _dropped_course_lines(fact: str, lines: list[str]) -> list[str]:
     """ "Dropped the Italian course" takes back the person's lines that learn it ("Is learning Italian.",
     "用户在学意大利语。"); "Gave up tango." the Chinese lines that do it, "Gave up evening naps." "Loves taking naps"."""
     if not (match := _DROPPED_COURSE_EN.search(fact)):
-        thing = (given := _GAVE_UP_EN.search(fact)) and given.group("thing").lower()
+        thing = (given := _GAVE_UP_EN.search(fact)) and (given.group("thing") or given.group("doing")).lower()
         if not thing or thing in stop_words():
             return []
         liked = re.compile(

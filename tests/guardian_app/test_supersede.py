@@ -1126,3 +1126,44 @@ def test_a_new_job_keeps_the_old_one_and_its_role_as_past_one_job_back():
     assert again == "Is a nurse at Wise now (previously: is a pharmacist at Acme)."
     assert with_past_job("Lives in Leeds.", old) == "Lives in Leeds."
     assert with_past_job("Works at Stripe now.", ["- Works at Google."]) == "Works at Stripe now."  # No role: gone.
+
+
+@pytest.mark.parametrize(
+    ("fact", "content", "stale"),
+    [
+        (  # An activity given up after "stopped going to", said in -ing; a relative's stays.
+            "Has stopped going to salsa dancing.",
+            "- Loves salsa dancing.\n- The user's brother loves salsa dancing.\n",
+            ["- Loves salsa dancing."],
+        ),
+        (  # Posted somewhere by an employer is where one is now: the old home goes.
+            "Tanvir moved to Jamalpur.",
+            "- Tanvir was posted to Rangpur.\n- Tanvir loves the beach.\n",
+            ["- Tanvir was posted to Rangpur."],
+        ),
+        (  # "Stopped going to the gym" names a place, not an activity in -ing: nothing liked goes.
+            "Has stopped going to the gym.",
+            "- Loves running.\n",
+            [],
+        ),
+    ],
+)
+def test_v17_classes_take_back_only_what_they_name(fact: str, content: str, stale: list[str]):
+    assert superseded_lines(fact, content) == stale
+
+
+def test_notice_handed_in_keeps_a_role_said_with_an_employer_in_lower_case():
+    from guardian_app.write.replaced_lines import with_past_job
+
+    fact = "Handed in their notice at the county; is with Okafor-Ade, a law firm."
+    assert with_past_job(fact, ["- Is a clerk with the county council."]) == (
+        "Handed in their notice at the county; is with Okafor-Ade, a law firm (previously: is a clerk with the county "
+        "council)."
+    )
+
+
+def test_a_job_ended_in_chinese_takes_back_an_interpreters_line_of_the_same_person():
+    content = "- 晓彤在铁路公司当翻译，经常出差。\n- 晓彤对花生过敏。\n- 用户在县医院当翻译。\n"
+    fact = "晓彤从铁路公司辞职了，现在在一家茶叶公司上班。"
+
+    assert superseded_lines(fact, content) == ["- 晓彤在铁路公司当翻译，经常出差。"]

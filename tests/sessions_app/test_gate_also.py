@@ -114,3 +114,11 @@ def test_a_turn_that_gives_a_secret_writes_nothing() -> None:
 
     assert (verdict.decision, verdict.candidate_fact) == ("NO_WRITE", None)
     assert classify_turn("My wifi password is Tr0ub4dor&3 and I live in Berlin.").decision == "NO_WRITE"
+
+
+def test_where_the_user_grew_up_said_of_a_relatives_place_is_the_users_own() -> None:
+    verdict = classify_turn("My father still lives in Eldoret, on the farm where I grew up.")
+
+    assert verdict.candidate_fact == "The user's father still lives in Eldoret, on the farm where the user grew up."
+    assert verdict.also == (("UPDATE_USER", "Grew up in Eldoret."),)
+    assert classify_turn("My father still lives in Eldoret, where I visit him.").also == ()

@@ -1462,6 +1462,52 @@ def test_v16_classes(message: str, decision: str, fact: str | None):
     assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
 
 
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # v17's classes, each with a look-alike that stays unwritten (or is read otherwise).
+        # Where the user studied, in Chinese, the degree or the subject said.
+        ("我在西宁读农学硕士那几年，天天下雨。", "UPDATE_USER", "用户在西宁读农学硕士那几年，天天下雨。"),
+        ("我是在长沙读的医学。", "UPDATE_USER", "用户是在长沙读的医学。"),
+        ("我本科是在南开大学念的。", "UPDATE_USER", "用户本科是在南开大学念的。"),
+        ("我在地铁上读小说。", "NO_WRITE", None),
+        # A standing rule said with the case it is for.
+        ("我发语音的时候，你就回答简短一点。", "UPDATE_SOUL", "用户发语音的时候，助手就回答简短一点。"),
+        ("我不在家的时候，你就帮我看着猫。", "NO_WRITE", None),
+        # An employer said with "with", and notice handed in joined with it.
+        ("I'm with Deloitte now.", "UPDATE_USER", "Is with Deloitte now."),
+        ("I'm with my sister this weekend.", "NO_WRITE", None),
+        ("I'm with Vodafone for my phone.", "NO_WRITE", None),
+        (
+            "I handed in my notice at the bank. Since Monday I'm with Okafor-Ade, a law firm.",
+            "UPDATE_USER",
+            "Handed in their notice at the bank; is with Okafor-Ade, a law firm since Monday.",
+        ),
+        # A count in a day or a week, said with 一.
+        ("我一天要喝三四杯绿茶。", "UPDATE_USER", "用户一天要喝三四杯绿茶。"),
+        ("我一天都没吃饭。", "NO_WRITE", None),
+        # Moved by an employer (not "moved me to tears").
+        (
+            "The council has moved me to the branch library in Hove.",
+            "UPDATE_USER",
+            "Moved to the branch library in Hove.",
+        ),
+        ("That film moved me to tears.", "NO_WRITE", None),
+    ],
+)
+def test_v17_classes(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+def test_a_relative_said_by_kinship_has_the_next_sentence_of_theirs_beside_it():
+    verdict = classify_turn("My father still lives in Eldoret. He retired as a surveyor in May.")
+
+    assert verdict.candidate_fact == "The user's father still lives in Eldoret."
+    assert verdict.also == (("UPDATE_MEMORY", "The user's father retired as a surveyor in May."),)
+    assert classify_turn("My father called. He says I should visit.").also == ()
+
+
 def test_a_job_that_ended_and_the_next_one_are_one_fact():
     verdict = classify_turn(
         "Last week was my final one at the observatory. Since Sunday I've been at Nasri & Belkacem."
