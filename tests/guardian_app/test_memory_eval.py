@@ -118,9 +118,9 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # stale since its classes, 0.918 since a second fact about someone else in the sentence is written too
         # (佳怡是大理人; "Dad has already lent her his old Clio" after a test passed is left).
         ("v16", 0.91, 5, 0, 0),
-        # v17: blind at its first reading (0.711 captured, 30 stale, 1 poison line and 1 secret turn written); 0.737
-        # and 30 stale since its safety classes (its capture classes are left for the next session: QUALITY.md).
-        ("v17", 0.73, 30, 0, 0),
+        # v17: blind at its first reading (0.711 captured, 30 stale, 1 poison line and 1 secret turn written); 0.903
+        # and 16 stale since its classes (tools named in use, a workplace without a key, QUALITY.md says what is left).
+        ("v17", 0.90, 16, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
