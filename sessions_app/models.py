@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -206,9 +204,11 @@ class MemoryGateDecision(models.Model):
         nothing for a ``NO_WRITE`` or a reply without a well-formed ``also``."""
         if self.decision == Decision.NO_WRITE or not self.raw_response or '"also"' not in self.raw_response:
             return []
+        from reflection_site.llm import parse_json_object  # The LLM's reply as the gate read it: fenced, in prose.
+
         try:
-            extra = json.loads(self.raw_response).get("also")
-        except (ValueError, AttributeError):
+            extra = parse_json_object(self.raw_response).get("also")
+        except ValueError:
             return []
         facts = []
         for item in extra if isinstance(extra, list) else []:

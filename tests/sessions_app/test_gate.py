@@ -436,3 +436,22 @@ def test_a_chinese_sentence_opening_with_a_name_the_files_hold_is_about_that_per
     # A name that opens two lines is a person too, read again when the file changes.
     (workspace / "MEMORY.md").write_text("# MEMORY.md\n\n- 若兰在医院上班。\n- 若兰每天跑步。\n", encoding="utf-8")
     assert gate.people_named() == frozenset({"美玲", "若兰"})
+
+
+def test_an_llm_gates_also_facts_come_through_the_wire_with_the_decision(make_turn, guardian_calls, fake_llm):
+    fake_llm.queue(
+        FakeReply(
+            content={
+                "decision": "UPDATE_USER",
+                "reason": "a relation, and where she is from",
+                "candidate_fact": "诗涵是用户的太太。",
+                "confidence": 0.9,
+                "also": [{"decision": "UPDATE_MEMORY", "candidate_fact": "诗涵是广州人。"}],
+            }
+        )
+    )
+
+    decision = decide_turn(make_turn(user="诗涵是我太太，她是广州人。"))
+
+    assert decision.candidate_fact == "诗涵是用户的太太。"
+    assert decision.also_facts() == [("UPDATE_MEMORY", "诗涵是广州人。")]

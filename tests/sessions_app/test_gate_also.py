@@ -122,3 +122,11 @@ def test_where_the_user_grew_up_said_of_a_relatives_place_is_the_users_own() -> 
     assert verdict.candidate_fact == "The user's father still lives in Eldoret, on the farm where the user grew up."
     assert verdict.also == (("UPDATE_USER", "Grew up in Eldoret."),)
     assert classify_turn("My father still lives in Eldoret, where I visit him.").also == ()
+
+
+def test_also_facts_are_read_from_an_llm_reply_in_a_fenced_block() -> None:
+    raw = '```json\n{"decision": "UPDATE_USER", "also": [{"decision": "UPDATE_MEMORY", "candidate_fact": "Ana lives in Pune."}]}\n```'
+
+    assert MemoryGateDecision(decision="UPDATE_USER", raw_response=raw).also_facts() == [
+        ("UPDATE_MEMORY", "Ana lives in Pune.")
+    ]
