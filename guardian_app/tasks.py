@@ -18,7 +18,12 @@ from guardian_app.errors import FileBusy, GuardianError
 from guardian_app.learning.decay import decay_learning
 from guardian_app.models import ReflectRun
 from guardian_app.recall.embeddings import prune_embedding_cache
-from guardian_app.recall.index import clear_transcript_index_pending, index_new_turns, index_workspace
+from guardian_app.recall.index import (
+    clear_index_pending,
+    clear_transcript_index_pending,
+    index_new_turns,
+    index_workspace,
+)
 from guardian_app.reflect.projection import daily_projection_is_on, project
 from guardian_app.reflect.reflect import execute_run, mark_failed, resume_interrupted, start_run, sweep_queued_runs
 from guardian_app.reflect.reports import deliver, mark_delivery_failed, queue_delivery
@@ -133,6 +138,7 @@ def run_learning_decay() -> dict:
 @shared_task
 def run_memory_index(file_name: str | None = None, rebuild: bool = False) -> str:
     """Re-index the workspace's Markdown (only ``file_name`` when given); unchanged files are skipped."""
+    clear_index_pending(file_name)  # Before the files are read: a write from now on asks for another run.
     return index_workspace(rebuild=rebuild, paths=[file_name] if file_name else None).summary()
 
 

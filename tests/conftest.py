@@ -37,6 +37,18 @@ def uncached_admin_dashboards(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("reflection_site.admin.DASHBOARD_TTL", 0)
 
 
+@pytest.fixture(autouse=True)
+def no_pending_reindex() -> None:
+    """A guarded write asks for its file's re-index once per burst, by a pending mark in the cache, and the cache
+    outlives a test: each test starts with no re-index pending."""
+    from django.core.cache import cache
+
+    from guardian_app.recall.index import REINDEX_PENDING_KEY
+    from reflection_site import memory_files
+
+    cache.delete_many([REINDEX_PENDING_KEY.format(name) for name in (*memory_files.ALL_FILES, "*")])
+
+
 class ApiClient(Client):
     """A test client that sends JSON and a bearer key."""
 

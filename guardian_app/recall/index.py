@@ -391,20 +391,31 @@ def index_new_turns() -> IndexReport:
 def enqueue_transcript_index() -> bool:
     """Ask a worker to index the new turns, unless an ask is already pending (one task for a burst of turns,
     not one a turn); returns whether it asked. The pending mark is a cache key the task clears when it starts."""
-    try:
-        if not cache.add(TRANSCRIPTS_PENDING_KEY, 1, timeout=TRANSCRIPTS_PENDING_S):
-            return False
-    except Exception as exc:  # noqa: BLE001 - a cache outage: ask anyway (the task is idempotent and cheap).
-        logger.warning("recall index: cache unavailable for the transcript index's pending mark: %s", exc)
+    if not _mark_pending(TRANSCRIPTS_PENDING_KEY, TRANSCRIPTS_PENDING_S, "the transcript index"):
+        return False
     enqueue_on_commit("guardian_app.tasks.run_transcript_index")
     return True
 
 
 def clear_transcript_index_pending() -> None:
+    _clear_pending(TRANSCRIPTS_PENDING_KEY, "the transcript index")
+
+
+def _mark_pending(key: str, timeout: int, what: str) -> bool:
+    """Set the pending mark ``key`` unless it is set: whether the caller should ask (a cache outage: ask anyway,
+    the index tasks are idempotent)."""
     try:
-        cache.delete(TRANSCRIPTS_PENDING_KEY)
+        return bool(cache.add(key, 1, timeout=timeout))
+    except Exception as exc:  # noqa: BLE001 - the cache's errors vary by backend.
+        logger.warning("recall index: cache unavailable for the pending mark of %s: %s", what, exc)
+        return True
+
+
+def _clear_pending(key: str, what: str) -> None:
+    try:
+        cache.delete(key)
     except Exception as exc:  # noqa: BLE001 - the mark expires by itself.
-        logger.warning("recall index: could not clear the transcript index's pending mark: %s", exc)
+        logger.warning("recall index: could not clear the pending mark of %s: %s", what, exc)
 
 
 def index_status() -> dict:
@@ -422,9 +433,30 @@ def index_status() -> dict:
     }
 
 
-def enqueue_index(file_name: str | None = None) -> None:
-    """Ask a worker to re-index (just ``file_name`` when given); a dead broker is logged, the beat catches up."""
+# A memory file's re-index after a write is asked for once per burst of writes to it, as the transcripts' is.
+REINDEX_PENDING_KEY = "recall:reindex-pending:{}"
+REINDEX_PENDING_S = 60  # A lost message holds new asks off for this long at most; the minute beat covers it.
+
+
+def enqueue_index(file_name: str | None = None) -> bool:
+    """Ask a worker to re-index (just ``file_name`` when given), unless an ask for it is already pending; returns
+    whether it asked. A burst of guarded writes to a file sends one task, not one a write (each was a message's
+    fsync, with the file's lock held): the task clears the mark when it starts, before it reads the file, so a
+    write after that asks again and the index ends up with every write. A dead broker is logged and the mark
+    cleared (the next write asks again); the beat catches up."""
+    what = file_name or "the workspace"
+    key = REINDEX_PENDING_KEY.format(file_name or "*")
+    if not _mark_pending(key, REINDEX_PENDING_S, f"the re-index of {what}"):
+        return False
     try:
         send("guardian_app.tasks.run_memory_index", file_name)
     except Exception as exc:  # noqa: BLE001 - the broker's errors vary by transport; the schedule re-indexes.
-        logger.warning("recall index: could not enqueue a re-index of %s: %s", file_name or "the workspace", exc)
+        logger.warning("recall index: could not enqueue a re-index of %s: %s", what, exc)
+        _clear_pending(key, f"the re-index of {what}")
+        return False
+    return True
+
+
+def clear_index_pending(file_name: str | None = None) -> None:
+    """The re-index task of ``file_name`` (None: the workspace) has started: the next write asks again."""
+    _clear_pending(REINDEX_PENDING_KEY.format(file_name or "*"), f"the re-index of {file_name or 'the workspace'}")

@@ -18,6 +18,7 @@ from guardian_app.recall.index import index_workspace
 from guardian_app.recall.recall import recall, record_hits
 from guardian_app.recall.sources import workspace_files
 from guardian_app.recall.storage import ensure_search_schema
+from guardian_app.tasks import run_memory_index
 
 pytestmark = pytest.mark.django_db
 
@@ -234,6 +235,36 @@ def test_a_guardian_write_enqueues_a_reindex_of_that_file(write, sent_tasks, dja
     with django_capture_on_commit_callbacks(execute=True):
         audit = write("Prefers oat milk in coffee.", file="USER.md")
     assert audit.is_written
+    assert queued == [("USER.md",)]
+
+
+def test_a_burst_of_writes_asks_once_and_again_after_the_task_starts(
+    write, sent_tasks, django_capture_on_commit_callbacks
+):
+    """One re-index task for a burst of writes to a file, not one a write (each was a message's fsync with the file's
+    lock held); the task clears the mark before it reads the file, so a write after that asks again."""
+    queued = sent_tasks.to("guardian_app.tasks.run_memory_index")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert write("Prefers oat milk in coffee.", file="USER.md").is_written
+    with django_capture_on_commit_callbacks(execute=True):
+        assert write("Lives in Lisbon.", file="USER.md").is_written
+    with django_capture_on_commit_callbacks(execute=True):
+        assert write("The deploy script is make ship.", file="TOOLS.md").is_written
+    assert queued == [("USER.md",), ("TOOLS.md",)]
+    run_memory_index("USER.md")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert write("Has a cat named Miso.", file="USER.md").is_written
+    assert queued == [("USER.md",), ("TOOLS.md",), ("USER.md",)]
+    answer = recall("Lisbon", mode="keyword")
+    assert answer.results and answer.results[0].path == "USER.md"
+
+
+def test_a_failed_ask_leaves_no_mark(sent_tasks, caplog):
+    queued = sent_tasks.to("guardian_app.tasks.run_memory_index")
+    sent_tasks.error = ConnectionError("broker down")
+    assert index_module.enqueue_index("USER.md") is False
+    sent_tasks.error = None
+    assert index_module.enqueue_index("USER.md") is True
     assert queued == [("USER.md",)]
 
 
