@@ -33,7 +33,7 @@ from guardian_app.models import BehaviorCorrection
 from reflection_site import llm, memory_files, privacy, safe_files
 from reflection_site.celery import enqueue_on_commit
 from reflection_site.prompts import load_prompt
-from reflection_site.rows import RowReader
+from reflection_site.rows import RowReader, RowUpdate
 from sessions_app import heuristic_gate, heuristic_rules
 from sessions_app.models import (
     ConversationContext,
@@ -376,7 +376,7 @@ def decide_turn(turn: ConversationTurn) -> MemoryGateDecision | None:
     finished = timezone.now()
     try:
         with transaction.atomic():
-            if not live.update(gate_finished_at=finished, **done):
+            if not _claim(turn.id, run, finished, counted_at=attempt["gate_enqueued_at"] if offline else None):
                 decision = None  # Another delivery, or an operator's re-run, got there first.
             else:
                 decision = MemoryGateDecision.objects.create(
@@ -411,6 +411,15 @@ def decide_turn(turn: ConversationTurn) -> MemoryGateDecision | None:
     turn.gate_status, turn.gate_finished_at, turn.gate_last_error = GateStatus.DONE, finished, None
     logger.info("gate: turn %s run %d -> %s (%s)", turn.id, run, decision.decision, decision.llm_model)
     return decision
+
+
+def _claim(turn_id: str, run: int, finished: dt.datetime, *, counted_at: dt.datetime | None) -> bool:
+    """``decide_turn``'s claim (with ``counted_at``, the offline gate's count) as written SQL: the ORM took 0.5 ms."""
+    count = () if counted_at is None else ("gate_enqueued_at",)
+    fields, values = ("gate_finished_at", "gate_status", "gate_last_error", *count), [finished, GateStatus.DONE, None]
+    where = "WHERE {id} = %s AND {gate_status} = %s AND {gate_run} = %s"
+    claim = RowUpdate.of(ConversationTurn, fields, where, plus_one=("gate_attempts",) if count else ())
+    return claim.run([*values, *([counted_at] if count else [])], [turn_id, GateStatus.PENDING, run]) > 0
 
 
 def mark_gate_failed(turn_id: str, *, error: str) -> bool:

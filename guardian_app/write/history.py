@@ -24,7 +24,7 @@ from guardian_app.write import locks, workspace
 from guardian_app.write.diffs import content_hash, diff_and_stats
 from guardian_app.write.paths import canonical_name
 from reflection_site import memory_files
-from reflection_site.rows import RowReader
+from reflection_site.rows import RowReader, RowUpdate, RowWriter
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,12 @@ Intent = TypeVar("Intent")
 
 
 # --- Snapshots and versions ----------------------------------------------------------------------
+def _set_file_row(name: str, **values: object) -> None:
+    """Set columns of the file's row (by attname) in a written statement (``reflection_site.rows``): every guarded write
+    marks the file pending and then sets its current version, the file's lock held."""
+    RowUpdate.of(WorkspaceFile, tuple(values), "WHERE {file_name} = %s").run(list(values.values()), [name])
+
+
 def snapshot_of(name: str, content: str | None) -> FileSnapshot | None:
     """The snapshot holding ``content`` (stored once per file and content); None for "no file"."""
     if content is None:
@@ -57,9 +63,11 @@ def snapshot_of(name: str, content: str | None) -> FileSnapshot | None:
     snapshot = stored.first([name, digest])
     if snapshot is not None:
         return snapshot
+    snapshot = FileSnapshot(file_name=name, content_hash=digest, content=content)
     try:  # (get_or_create would look for it a second time first.)
         with transaction.atomic():
-            return FileSnapshot.objects.create(file_name=name, content_hash=digest, content=content)
+            RowWriter.of(FileSnapshot).insert_instance(snapshot)  # A written statement, as every write makes one.
+        return snapshot
     except IntegrityError:  # Stored meanwhile (by a writer that does not hold this file's lock).
         return stored.first([name, digest])
 
@@ -146,7 +154,7 @@ def record_version(
         last = FileVersion.objects.filter(file_name=name).order_by("-seq").values_list("seq", flat=True).first()
         seq = (last or 0) + 1
     diff, stats = diff_and_stats(previous_content, content, name)
-    version = FileVersion.objects.create(
+    version = FileVersion(
         file_name=name,
         seq=seq,
         snapshot=snapshot_of(name, content) if snapshot is ... else snapshot,
@@ -157,9 +165,8 @@ def record_version(
         lines_added=stats.added,
         lines_removed=stats.removed + stats.modified,
     )
-    WorkspaceFile.objects.filter(file_name=name).update(
-        current_version=version, pending_audit=None, updated_at=timezone.now()
-    )
+    RowWriter.of(FileVersion).insert_instance(version)  # A written statement, as every guarded write makes one.
+    _set_file_row(name, current_version_id=version.id, pending_audit_id=None, updated_at=timezone.now())
     transaction.on_commit(lambda: memory_file_changed.send(sender=FileVersion, file_name=name), robust=True)
     return version
 
@@ -183,7 +190,7 @@ def finish_write(
         ]
         named = "; ".join(line.strip().removeprefix("- ").strip() for line in replaced)
         fields["reason"] = "written (recorded after an interruption)" + (f"; it replaced: {named}" if named else "")
-    WriteGuardianAudit.objects.filter(id=audit.id).update(**fields)
+    RowUpdate.of(WriteGuardianAudit, tuple(fields), "WHERE {id} = %s").run(list(fields.values()), [audit.id])
     for key, value in fields.items():
         setattr(audit, key, value)
     if previous_content is ...:
@@ -352,7 +359,7 @@ def write_ahead(
     with transaction.atomic():
         locks.lock_row(name)
         made = intent()
-        WorkspaceFile.objects.filter(file_name=name).update(pending_audit=audit)
+        _set_file_row(name, pending_audit_id=audit.id)
     if after != before:
         try:
             if after is None:

@@ -13,7 +13,7 @@ from django.db import connection, models
 from django.test.utils import isolate_apps
 
 from reflection_site.models import ApiKey
-from reflection_site.rows import RowReader, RowWriter
+from reflection_site.rows import RowReader, RowUpdate, RowWriter
 from sessions_app.models import ConversationContext, ConversationSession, ConversationTurn, GateStatus
 
 pytestmark = pytest.mark.django_db
@@ -166,3 +166,71 @@ def test_a_reader_of_some_fields_leaves_the_others_deferred_and_orders_as_asked(
         .values_list("user_message_content", flat=True)[:5]
     )
     assert [row.user_message_content for row in rows] == list(by_orm)
+
+
+def test_an_instance_inserted_and_a_row_updated_are_stored_as_the_orm_stores_them() -> None:
+    """The guardian's snapshot, file version and file-row updates (``guardian_app.write.history``)."""
+    from guardian_app.models import FileSnapshot, FileVersion, WorkspaceFile
+
+    snapshot = FileSnapshot(file_name="USER.md", content="- Prefers tea. ✓\n", content_hash="h1", created_at=AWARE)
+    RowWriter.of(FileSnapshot).insert_instance(snapshot)
+    assert snapshot._state.adding is False and snapshot._state.db == connection.alias
+    twin = FileSnapshot.objects.create(
+        file_name="USER.md", content="- Prefers tea. ✓\n", content_hash="h2", created_at=AWARE
+    )
+    assert _stored(FileSnapshot, snapshot.id)[:-2] == _stored(FileSnapshot, twin.id)[:-2]  # (Only the hash differs.)
+    assert FileSnapshot.objects.get(id=snapshot.id).created_at == AWARE
+
+    written = FileVersion(file_name="USER.md", seq=1, snapshot=snapshot, kind="write", diff="+x", lines_added=1)
+    RowWriter.of(FileVersion).insert_instance(written)
+    by_orm = FileVersion.objects.create(
+        file_name="USER.md",
+        seq=2,
+        snapshot=snapshot,
+        kind="write",
+        diff="+x",
+        lines_added=1,
+        created_at=written.created_at,
+    )
+    names = [f.attname for f in FileVersion._meta.concrete_fields if not f.primary_key]
+    row, orm_row = _stored(FileVersion, written.id), _stored(FileVersion, by_orm.id)
+    row[names.index("seq")] = 2
+    assert row == orm_row
+
+    WorkspaceFile.objects.create(file_name="USER.md")
+    WorkspaceFile.objects.create(file_name="TOOLS.md")
+    fields = ("current_version_id", "pending_audit_id", "updated_at")
+    update = RowUpdate.of(WorkspaceFile, fields, "WHERE {file_name} = %s")
+    assert update.run([written.id, None, AWARE], ["USER.md"]) == 1
+    WorkspaceFile.objects.filter(file_name="TOOLS.md").update(
+        current_version=written, pending_audit=None, updated_at=AWARE
+    )
+    pair = [list(WorkspaceFile.objects.filter(file_name=n).values_list(*fields).get()) for n in ("USER.md", "TOOLS.md")]
+    assert pair[0] == pair[1] == [written.id, None, AWARE]
+    assert update.run([written.id, None, AWARE], ["no such file"]) == 0
+
+
+def test_an_update_counts_up_as_f_plus_one_does() -> None:
+    """The gate's claim (``sessions_app.gate``): the offline gate counts its attempt in it."""
+    ConversationSession.objects.create(id="channel:rows:6", channel_id="rows")
+    turns = [
+        ConversationTurn.objects.create(
+            session_id="channel:rows:6",
+            turn_number=n,
+            user_message_content="u",
+            agent_message_content="",
+            gate_attempts=2,
+        )
+        for n in (1, 2)
+    ]
+    fields = ("gate_status", "gate_finished_at")
+    claim = RowUpdate.of(
+        ConversationTurn, fields, "WHERE {id} = %s AND {gate_status} = %s", plus_one=("gate_attempts",)
+    )
+    assert claim.run([GateStatus.DONE, AWARE], [turns[0].id, GateStatus.PENDING]) == 1
+    assert claim.run([GateStatus.DONE, AWARE], [turns[0].id, GateStatus.PENDING]) == 0  # Claimed already.
+    ConversationTurn.objects.filter(id=turns[1].id).update(
+        gate_status=GateStatus.DONE, gate_finished_at=AWARE, gate_attempts=models.F("gate_attempts") + 1
+    )
+    stored = [ConversationTurn.objects.values_list(*fields, "gate_attempts").get(id=t.id) for t in turns]
+    assert stored[0] == stored[1] == (GateStatus.DONE, AWARE, 3)
