@@ -187,7 +187,11 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Messages the worker takes ahead per pool process, the one it runs included. The embedded broker is polled: with one,
+# the next task was taken only after the last was acknowledged and the queue folder looked at again (3.7 ms between
+# two tasks, a quarter of a pool process's time); with two, the next waits in the pool. A killed worker's taken
+# messages are sent again by the sweeps, as its running ones are (BENCHMARKS.md, issue 21, session 15).
+CELERY_WORKER_PREFETCH_MULTIPLIER = env.int("CELERY_WORKER_PREFETCH_MULTIPLIER", default=1 if REDIS_URL else 2)
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {
     "guardian_app.tasks.run_guardian": {"queue": "guardian"},

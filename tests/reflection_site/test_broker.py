@@ -43,8 +43,11 @@ def test_the_settings_use_the_adaptive_transport_when_there_is_no_redis() -> Non
         settings.CELERY_BROKER_TRANSPORT_OPTIONS["busy_polling_interval"]
         < (settings.CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"])
     )
+    # A pool process's next task waits in the pool, not for the next look at the folder after an acknowledgement.
+    assert settings.CELERY_WORKER_PREFETCH_MULTIPLIER == 2
     from reflection_site.celery import app
 
+    assert app.conf.worker_prefetch_multiplier == 2
     with app.connection_for_write() as conn:
         assert isinstance(conn.transport, FilesystemTransport)
 
