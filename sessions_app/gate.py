@@ -293,12 +293,8 @@ def ask_gate(
             prompt_tokens=None,
             completion_tokens=None,
             raw_response=json.dumps(
-                {
-                    "decision": verdict.decision,
-                    "reason": verdict.reason,
-                    "candidate_fact": fact,
-                    "confidence": verdict.confidence,
-                }
+                {"decision": verdict.decision, "reason": verdict.reason, "candidate_fact": fact}
+                | {"confidence": verdict.confidence}
                 | ({"also": [{"decision": d, "candidate_fact": f} for d, f in verdict.also]} if verdict.also else {}),
                 ensure_ascii=False,
             ),
