@@ -121,6 +121,9 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # v17: blind at its first reading (0.711 captured, 30 stale, 1 poison line and 1 secret turn written); 0.903
         # and 16 stale since its classes (tools named in use, a workplace without a key, QUALITY.md says what is left).
         ("v17", 0.90, 16, 0, 0),
+        # v18: blind at its first reading (0.405 captured, 24 stale, 4 poison lines written; the session start read the
+        # same capture, so v17's classes did not reach it); its poison classes since, its capture left (QUALITY.md).
+        ("v18", 0.40, 24, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -286,12 +289,13 @@ def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: 
         ("v15", 130, "Efua", "浩然"),
         ("v16", 130, "Yacine", "佳怡"),
         ("v17", 130, "Baraka", "梦瑶"),
+        ("v18", 130, "Faraz", "欣然"),
     ],
 )
 def test_the_later_blind_sets_load_with_their_promised_size_and_say_where_each_turn_came_from(
     name, most_turns, owner, partner
 ):
-    """v8-v17 were blind like v4-v7: frozen before any replay; this only checks the file each builder froze (size,
+    """v8-v18 were blind like v4-v7: frozen before any replay; this only checks the file each builder froze (size,
     languages, speakers, every turn's source)."""
     sessions = load_corpus(CORPUS.with_name(f"conversations_heldout_{name}.jsonl"))
     turns = [turn for session in sessions for turn in session["turns"]]
