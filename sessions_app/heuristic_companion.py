@@ -3,10 +3,13 @@ user (USER.md) and where she comes from (MEMORY.md); "Nesrine is my little siste
 the same in English. The gate keeps one fact a turn for its decision and gives these as ``also`` (issue 21).
 
 Who: the person the sentence names as someone in the user's life ("X是我太太", "我和X", "认识了X", "X is my sister",
-"my sister X", "met X"), or a name the memory files already hold. What: a later clause that opens with them or with
-她/他/she/he, read as the user's own would be ("她是广州人" is read as "我是广州人"), then said of them ("诗涵是广州人。").
-A clause that says "I" or "me" again is left alone (whose is "比我大两岁" or "she lent me her car"?), and so is one that
-states a relation: that is the sentence's main fact.
+"my sister X", "met X", "my mother"), a name the memory files already hold, or, when the sentence names no one, the
+person the sentence before named. What: a later clause that opens with them or with 她/他/she/he, read as the user's
+own would be ("她是广州人" is read as "我是广州人"), then said of them ("诗涵是广州人。"). A clause that says "I" or "me"
+again is left alone (whose is "比我大两岁" or "she lent me her car"?), and so is one that states a relation (that is
+the sentence's main fact), one after a clause that sets it in the past ("我读硕士那几年，她在书店打工": then, not now),
+and any in a sentence that names two people. Where the user grew up, said of such a person's place ("…lives in
+Nyeri, on the farm where I grew up"), is the user's own and goes the same way (``where_i_grew_up``).
 """
 
 from __future__ import annotations
