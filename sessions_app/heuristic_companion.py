@@ -21,18 +21,18 @@ from dataclasses import dataclass
 from sessions_app import heuristic_rules as rules
 from sessions_app.heuristic_chinese import user_zh
 from sessions_app.heuristic_english import user_en
+from sessions_app.heuristic_person import name_the_person
 from sessions_app.heuristic_reading import Finding, is_chinese, write_finding
 
 REASON = "About someone the user knows: said with a fact about the user."
 
 _ZH_NAME = r"[\u4e00-\u9fff]{2,3}"
 _EN_NAME = rf"(?-i:{rules.UPPER}[a-z\u00e0-\u024f'-]+)"
-_REL_ZH = rules.RELATION_ZH.pattern.split("(?P<rel>", 1)[1].split(")", 1)[0]
 
 # Where a sentence names someone in the user's life.
 _WHO_ZH = (
-    re.compile(rf"(?:^|[，,；;])(?P<name>{_ZH_NAME}|{_EN_NAME})是我的?(?:{_REL_ZH})"),
-    re.compile(rf"我的?(?:{_REL_ZH})(?P<name>{_ZH_NAME}?)(?=[是在也还和，,]|老家)"),
+    re.compile(rf"(?:^|[，,；;])(?P<name>{_ZH_NAME}|{_EN_NAME})是我的?(?:{rules.ZH_RELATIONS})"),
+    re.compile(rf"我的?(?:{rules.ZH_RELATIONS})(?P<name>{_ZH_NAME}?)(?=[是在也还和，,]|老家)"),
     re.compile(rf"认识(?:了)?(?![她他了一二三四五六七八九十两几多好很的])(?P<name>{_ZH_NAME}?)(?=的|[，,。]|$)"),
     re.compile(rf"^我和(?P<name>{_ZH_NAME}?)(?=[住在是一都])"),
 )
@@ -49,11 +49,11 @@ _WHO_EN = (
         rf"^my\s+(?:(?:old|older|younger|little|big|late)\s+)?(?P<kin>{rules.KIN_EN})\b(?!\s*,?\s+{_EN_NAME})", re.I
     ),
 )
-# A later clause that opens with them.
-_CLAUSE_ZH = re.compile(r"(?:^|[，,；;])\s*(?P<who>她|他|{name})(?:也|还|现在)?(?P<rest>[^，,；;。！!？?]+)")
-_CLAUSE_EN = re.compile(
-    r"(?:^|[;,]\s*(?:and\s+|but\s+)?|\s+and\s+)(?P<who>she|he|{name})(?P<rest>(?:['\u2019]s|\s)(?:(?!\s+and\s)[^;,.!?])+)",
-    re.I,
+# A later clause that opens with them (``{name}``: the person, filled in by ``about_them``).
+_CLAUSE_ZH = r"(?:^|[，,；;])\s*(?P<who>她|他|{name})(?:也|还|现在)?(?P<rest>[^，,；;。！!？?]+)"
+_CLAUSE_EN = (
+    r"(?i:(?:^|[;,]\s*(?:and\s+|but\s+)?|\s+and\s+)(?P<who>she|he|{name})"
+    r"(?P<rest>(?:['\u2019]s|\s)(?:(?!\s+and\s)[^;,.!?])+))"
 )
 # A clause that sets a time in the past for the one after it: "我在杨凌读硕士那几年，", "when I was at uni, ".
 _THEN = re.compile(
@@ -90,13 +90,6 @@ def _first_person_en(rest: str) -> str | None:
     return f"I {verb} {tail}".strip()
 
 
-def _named_en(fact: str, name: str) -> str:
-    """ "Is doing their master's in Oran." said of ``name`` → "Nesrine is doing their master's in Oran."."""
-    if fact.startswith("The user's "):
-        return f"{name}'s {fact[len('The user') + 3 :]}"
-    return f"{name} {fact[:1].lower()}{fact[1:]}"
-
-
 def _who(text: str, patterns: tuple[re.Pattern[str], ...], people: Collection[str]) -> list[str]:
     found = [m for p in patterns for m in p.finditer(text)]
     names = [m.group("name") for m in found if "name" in m.re.groupindex and m.group("name")]
@@ -128,10 +121,7 @@ def about_them(text: str, people: Collection[str] = (), named_before: Collection
     if len(set(names)) != 1:  # Nobody, or two people: whose is "she"?
         return []
     name = names[0]
-    clause_re = re.compile(
-        (_CLAUSE_ZH if chinese else _CLAUSE_EN).pattern.replace("{name}", re.escape(name)),
-        0 if chinese else re.I,
-    )
+    clause_re = re.compile((_CLAUSE_ZH if chinese else _CLAUSE_EN).replace("{name}", re.escape(name)))
     found: list[Theirs] = []
     for clause in clause_re.finditer(text):
         rest = clause.group("rest")
@@ -141,11 +131,11 @@ def about_them(text: str, people: Collection[str] = (), named_before: Collection
             if "我" in rest or rules.RELATION_ZH.match(name + rest):
                 continue
             read = user_zh("我" + rest)
-            fact = read.fact.replace("用户", name, 1) if read and read.fact and read.fact.startswith("用户") else None
+            fact = name_the_person(read.fact, name) if read and read.fact and read.fact.startswith("用户") else None
         else:
             first = _first_person_en(rest)
             read = user_en(first, greeted=False) if first else None
-            fact = _named_en(read.fact, name) if read and read.fact and read.decision == "UPDATE_USER" else None
+            fact = name_the_person(read.fact, name) if read and read.fact and read.decision == "UPDATE_USER" else None
         if read is None or read.decision != "UPDATE_USER" or not fact:
             continue
         finding = write_finding("UPDATE_MEMORY", fact, REASON, 0.6)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from reflection_site.text import is_cjk
 from sessions_app import heuristic_rules as rules
 from sessions_app.heuristic_reading import protect, restore
 
@@ -147,3 +148,25 @@ def rewrite_zh(text: str, *, first: str = "用户", second: str = "助手") -> s
     protected = protected.replace("我", first).replace("你", second)
     protected = protected.replace("\x01", "我们").replace("\x02", "你们")
     return restore(protected, spans)
+
+
+# How a fact says "the user" as its subject: "The user's wife is Clara.", "用户住在马德里。".
+EN_SUBJECT = re.compile(r"^(?:the user|user)(?P<poss>'s)?\b\s*", re.I)
+ZH_SUBJECT = re.compile(r"^用户")
+
+
+def name_the_person(fact: str, name: str) -> str:
+    """``fact`` as a statement about ``name``: "Lives in Madrid." → "Marta lives in Madrid.",
+    "The user's wife is Clara." → "Marta's wife is Clara.", "用户住在马德里。" → "Marta住在马德里。"."""
+    text = fact.strip()
+    if text.startswith(name):
+        return text
+    if ZH_SUBJECT.match(text):
+        return ZH_SUBJECT.sub(name, text, count=1)
+    match = EN_SUBJECT.match(text)
+    if match:
+        rest = text[match.end() :]
+        return f"{name}'s {rest}" if match.group("poss") else f"{name} {rest}"
+    if is_cjk(text):
+        return f"{name}{text}"
+    return f"{name} {text[:1].lower()}{text[1:]}"

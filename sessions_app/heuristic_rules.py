@@ -865,10 +865,13 @@ PERSON_ROLE_EN = re.compile(
     re.I,
 )
 # "美玲是我女朋友，我们在一起住了快三年了": who someone is to the user, said in Chinese (USER.md).
+# Who someone is to the user, in Chinese (the relation rule's, and whom a sentence names: ``heuristic_companion``).
+ZH_RELATIONS = (
+    r"女朋友|男朋友|老婆|老公|妻子|丈夫|太太|先生|爱人|媳妇|伴侣|未婚妻|未婚夫|对象|"
+    r"姐姐|哥哥|妹妹|弟弟|女儿|儿子|表姐|表妹|表哥|表弟|堂姐|堂妹|堂哥|堂弟|好朋友|朋友|室友|邻居|同事|老板|领导|上司"
+)
 RELATION_ZH = re.compile(
-    r"^(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][\w'-]+)是我的?(?P<rel>女朋友|男朋友|老婆|老公|妻子|丈夫|太太|先生|爱人|媳妇|伴侣|未婚妻|未婚夫|对象|"
-    r"姐姐|哥哥|妹妹|弟弟|女儿|儿子|表姐|表妹|表哥|表弟|堂姐|堂妹|堂哥|堂弟|好朋友|朋友|室友|邻居|同事|老板|领导|上司)"
-    r"(?P<rest>[^。！!？?]*)"
+    rf"^(?P<name>[\u4e00-\u9fff]{{2,3}}|[A-Z][\w'-]+)是我的?(?P<rel>{ZH_RELATIONS})(?P<rest>[^。！!？?]*)"
 )
 
 

@@ -18,13 +18,14 @@ from guardian_app.write import workspace
 from guardian_app.write.supersede import superseded_lines
 from reflection_site import memory_files
 from reflection_site.text import is_cjk
+from sessions_app.heuristic_person import EN_SUBJECT as _EN_SUBJECT
+from sessions_app.heuristic_person import ZH_SUBJECT as _ZH_SUBJECT
+from sessions_app.heuristic_person import name_the_person
 from sessions_app.models import MemoryGateDecision
 from sessions_app.speakers import Speaker, speaker_of
 
 # Files whose content instructs the agent: only the owner changes them without a review.
 OWNER_ONLY = frozenset({"SOUL.md", "IDENTITY.md"})
-_EN_SUBJECT = re.compile(r"^(?:the user|user)(?P<poss>'s)?\b\s*", re.I)
-_ZH_SUBJECT = re.compile(r"^用户")
 
 
 @dataclass(frozen=True)
@@ -33,23 +34,6 @@ class Route:
     fact: str
     hold_reason: str | None = None
     speaker: str | None = None
-
-
-def name_the_person(fact: str, name: str) -> str:
-    """``fact`` as a statement about ``name``: "Lives in Madrid." → "Marta lives in Madrid.",
-    "The user's wife is Clara." → "Marta's wife is Clara.", "用户住在马德里。" → "Marta住在马德里。"."""
-    text = fact.strip()
-    if text.startswith(name):
-        return text
-    if _ZH_SUBJECT.match(text):
-        return _ZH_SUBJECT.sub(name, text, count=1)
-    match = _EN_SUBJECT.match(text)
-    if match:
-        rest = text[match.end() :]
-        return f"{name}'s {rest}" if match.group("poss") else f"{name} {rest}"
-    if is_cjk(text):
-        return f"{name}{text}"
-    return f"{name} {text[:1].lower()}{text[1:]}"
 
 
 def _speaker_throughout(fact: str, name: str) -> str:

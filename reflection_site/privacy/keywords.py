@@ -204,8 +204,7 @@ _APART_VALUE = re.compile(r"(?<![\w/@.:\\-])[A-Za-z0-9][\w!#$%&*+=?^~-]{7,}(?=[.
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 
-def _values_apart(text: str, rules: _Rules) -> Iterator[Finding]:
-    keys = list(key_spans(text, rules))
+def _values_apart(text: str, keys: list[tuple[int, int]]) -> Iterator[Finding]:
     if not (keys or _APART_KEY.search(text)):
         return
     for match in _APART_VALUE.finditer(text):
@@ -223,7 +222,8 @@ def keyword_findings(text: str, rules: _Rules) -> Iterator[Finding]:
                 kind = "private_key" if "PRIVATE KEY" in match.group() else "secret"
                 end = max(match.end(), block_end(text, match.start() + 5, PEM_END))
                 yield Finding(kind, match.start(), end)
-    for key_start, key_end in key_spans(text, rules):
+    keys = list(key_spans(text, rules))  # Once: the values said apart from their keys (below) read them too.
+    for key_start, key_end in keys:
         separator = _SEPARATOR.match(text, key_end)
         qualified = _QUALIFIER.match(text, key_end)
         if qualified is not None:  # "password for the company system is X": the copula after the qualifier.
@@ -242,4 +242,4 @@ def keyword_findings(text: str, rules: _Rules) -> Iterator[Finding]:
             continue
         if _is_secret_value(value, copula=bool(separator.group("copula"))):
             yield Finding("secret", *span)
-    yield from _values_apart(text, rules)
+    yield from _values_apart(text, keys)

@@ -1493,6 +1493,7 @@ def test_v16_classes(message: str, decision: str, fact: str | None):
             "Moved to the branch library in Hove.",
         ),
         ("That film moved me to tears.", "NO_WRITE", None),
+        ("I was posted to Mombasa.", "UPDATE_USER", "Was posted to Mombasa."),
     ],
 )
 def test_v17_classes(message: str, decision: str, fact: str | None):
