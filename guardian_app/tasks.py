@@ -35,8 +35,7 @@ from guardian_app.write.recovery import record_failure, sweep_pending_decisions
 from guardian_app.write.workspace import unsafe_files
 from reflection_site.checkpoints import CheckpointBusy, LeaseLost, resume_incomplete
 from reflection_site.llm import TRANSIENT_ERRORS
-from reflection_site.rows import RowReader
-from sessions_app.models import ConversationSession, ConversationTurn, MemoryGateDecision
+from sessions_app.queries import decision_with_its_turn
 
 # What the guardian tasks retry: a slow or unparseable LLM, and a file whose lock stayed busy.
 GUARDIAN_RETRY_ERRORS: tuple[type[Exception], ...] = (*TRANSIENT_ERRORS, FileBusy)
@@ -71,18 +70,6 @@ def _guard_write_failed(self, exc, task_id, args, kwargs, einfo) -> None:  # noq
         logger.exception("could not record the guarded-write failure of %s", args)
 
 
-def _decision_with_its_turn(decision_id: str) -> MemoryGateDecision | None:
-    """The decision with its turn and the turn's session (whose fact it is reads the sender and the channel), in three
-    written statements (``reflection_site.rows``), where compiling the ORM's ``select_related`` took 1.1 ms."""
-    decision = RowReader.of(MemoryGateDecision, "WHERE {id} = %s").first([decision_id])
-    turn = decision and RowReader.of(ConversationTurn, "WHERE {id} = %s").first([decision.turn_id])
-    session = turn and RowReader.of(ConversationSession, "WHERE {id} = %s").first([turn.session_id])
-    if session is None:  # Gone (deleting a turn deletes its decisions).
-        return None
-    turn.session, decision.turn = session, turn
-    return decision
-
-
 @shared_task(
     autoretry_for=GUARDIAN_RETRY_ERRORS,
     retry_backoff=5,
@@ -93,7 +80,7 @@ def _decision_with_its_turn(decision_id: str) -> MemoryGateDecision | None:
 )
 def run_guardian(decision_id: str) -> str | None:
     """Fold one UPDATE_* gate decision into its memory file; a redelivered message finds its audit."""
-    decision = _decision_with_its_turn(decision_id)
+    decision = decision_with_its_turn(decision_id)
     if decision is None:
         logger.warning("guardian: decision %s no longer exists", decision_id)
         return None

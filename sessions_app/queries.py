@@ -11,6 +11,7 @@ from django.db.models import Count, F, Max, Prefetch, Q, QuerySet, Sum, Value
 from django.utils import timezone
 
 from reflection_site import privacy
+from reflection_site.rows import RowReader
 from sessions_app.models import (
     ConversationContext,
     ConversationSession,
@@ -315,11 +316,24 @@ def gate_stats(period: str = "daily", *, days: int | None = None, weeks: int = 1
     return {"period": period, "rows": rows, "by_decision": latency_by_decision(days=days)}
 
 
+def decision_with_its_turn(decision_id: str) -> MemoryGateDecision | None:
+    """The decision with its turn and the turn's session (whose fact it is reads the sender and the channel), in three
+    written statements (``reflection_site.rows``), where compiling the ORM's ``select_related`` took 1.1 ms."""
+    decision = RowReader.of(MemoryGateDecision, "WHERE {id} = %s").first([decision_id])
+    turn = decision and RowReader.of(ConversationTurn, "WHERE {id} = %s").first([decision.turn_id])
+    session = turn and RowReader.of(ConversationSession, "WHERE {id} = %s").first([turn.session_id])
+    if session is None:  # Gone (deleting a turn deletes its decisions).
+        return None
+    turn.session, decision.turn = session, turn
+    return decision
+
+
 __all__ = [
     "COUNT_FIELDS",
     "LATENCY_DAYS",
     "PERIODS",
     "decision_record",
+    "decision_with_its_turn",
     "gate_stats",
     "get_decision",
     "iter_decision_records",
