@@ -35,8 +35,11 @@ How a turn is read
    instruction rather than a fact: it is UPDATE_SOUL when the soul rules recognise it ("remember to
    always answer in English"), else a memory of the task ("The agent should remember to …").
 4. If several sentences fire, the decision highest in that table wins (one turn, one fact).
-   Nothing fires → ``NO_WRITE`` with the reason (question, hypothetical, small talk, a request
-   for now rather than a lasting preference, a passing state such as "today", or no fact).
+   Nothing fires → the last reading, by shape rather than wording (``heuristic_durable``): a named thing
+   of the speaker's that ended ("Left the district hospital …", "早上的paratha我戒了") is a change, and a
+   lasting statement of the speaker's life ("Sunday mornings I open the batting for …", "我晚上在网上给
+   小学生上英语口语课，一周三次") is a fact. Else ``NO_WRITE`` with the reason (question, hypothetical, small
+   talk, a request for now rather than a lasting preference, a passing state such as "today", or no fact).
 
 ``context`` is used sparingly: a bare "remember that" / "记住这个" takes its fact from the
 previous sentence or the user's previous message, and "yes" / "好的" answering the agent's own
@@ -92,6 +95,7 @@ from sessions_app import heuristic_rules as rules
 from sessions_app.correction_patterns import correction_pattern_problem, matches_correction_pattern
 from sessions_app.heuristic_chinese import identity_zh, soul_zh, tools_zh, user_zh
 from sessions_app.heuristic_companion import Theirs, about_them, named_in, where_i_grew_up, without_theirs
+from sessions_app.heuristic_durable import durable_finding
 from sessions_app.heuristic_english import identity_en, people_en, soul_en, tools_en, user_en
 from sessions_app.heuristic_others import LOSS_REASON, loss, others_en, others_zh, resolve_pronoun, said_of_them
 from sessions_app.heuristic_person import expand
@@ -356,10 +360,12 @@ def _classify_message(
     said_before = [message for role, message in context if role == "user"][-1:]
     named_before = named_in(said_before)
     theirs: list[Theirs] = []  # Facts about someone else said beside another fact (heuristic_companion).
+    statements: list[str] = []
     for reading in readings:
         if reading.kind != "statement":
             continue
         text = resolve_pronoun(reading.text, said_before + [r.text for r in readings[: readings.index(reading)]])
+        statements.append(text)
         result = _classify_statement(text, greeted=reading.greeted, people=people)
         found = about_them(text, people, named_before) + [g for g in [where_i_grew_up(text)] if g is not None]
         theirs += [t for t in found if t.finding not in [o.finding for o in theirs]]
@@ -379,6 +385,8 @@ def _classify_message(
         elif result is not None:
             findings.append(result)
     writes = [f for f in findings if f.decision != NO_WRITE] or [t.finding for t in theirs[:1]]
+    if not writes and not findings and (durable := durable_finding(statements, fact_from_statement)):
+        writes = [_someone_elses(durable)]  # The last reading: a lasting statement no phrase rule knew.
     if writes:
         # Among writes of one kind, a change wins, a negation first: "I went to the doctor. I've started eating
         # fish again. I'm no longer vegetarian." is about the diet that ended, not the visit that came first.

@@ -29,6 +29,7 @@ from guardian_app.write.attribute_words import (
     TOOL_TO_CATEGORY,
     WEEKDAY_RE,
 )
+from guardian_app.write.ended_thing import ended_thing_lines
 from guardian_app.write.similarity import liked_in_both_languages, preference_attribute, style_attribute
 from guardian_app.write.takeback import says_all, takeback_lines
 from reflection_site import glossary, memory_files
@@ -240,6 +241,8 @@ def superseded_lines(fact: str, content: str) -> list[str]:
     """The lines of ``content`` (exact text, bullet included) that ``fact`` makes stale: lines stating the same
     attribute with another value, or, for a negation ("no longer", "不再"), the same attribute and value."""
     taken_back = takeback_lines(fact, content)
+    lines = [line for line in (content or "").splitlines() if line.strip() and not memory_files.is_heading(line)]
+    taken_back += [line for line in ended_thing_lines(fact, lines) if line not in taken_back]
     stale = _keyed_stale_lines(fact, content)
     return stale + [line for line in taken_back if line not in stale]
 

@@ -22,7 +22,7 @@ import re
 
 from guardian_app.write.attribute_words import DISPOSED_EN, DISPOSED_ZH, HAS_EN, KIND_WORDS, TOOL_TO_CATEGORY
 from guardian_app.write.forget import forgotten_lines
-from guardian_app.write.whose import BULLET, person, subject, worker
+from guardian_app.write.whose import BULLET, person, subject, the_users, worker
 from reflection_site import glossary, memory_files
 from reflection_site.text import CJK_RUN, chinese_name, content_words, stem, stop_words, words
 
@@ -368,11 +368,9 @@ def _switched_lines(fact: str, lines: list[str]) -> list[str]:
     named = set(content_words(match.group("old"))) if match else set()
     if not named:
         return []
-    who = person(fact)
+    same = (lambda line: person(line) == who) if (who := person(fact)) else the_users  # noqa: E731
     return [
-        line
-        for line in lines
-        if person(line) == who and says_all(named, line, bridged=True) and not _SWITCHED_FROM.search(line)
+        line for line in lines if same(line) and says_all(named, line, bridged=True) and not _SWITCHED_FROM.search(line)
     ]
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from sessions_app.heuristic_rules import KIN_FACT_EN, KIN_FACT_ZH
+
 BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _NAMED_SUBJECT = re.compile(
     r"^(?P<n>(?-i:[A-Z\u00c0-\u00de\u0100-\u017f][a-z\u00df-\u00ff\u0100-\u017f-]+))(?:'s\s|\s+(?:is|has|was|no|does|doesn't|did)\b|(?=[\u4e00-\u9fff]))"
@@ -48,3 +50,18 @@ def worker(text: str) -> str | None:
     """Whose job a line or fact states: a person as ``person`` reads them, or a Chinese name before where they work."""
     match = _NAME_ZH.match(BULLET.sub("", text).strip())
     return match.group("n") if match else person(text)
+
+
+_OPENS_WITH_NAME_ZH = re.compile(r"^\s*(?:[-*+]\s+)?(?!用户)[\u4e00-\u9fff]{2,3}(?:在|是|的|从|和|跟|把|已经|现在)")
+
+
+def the_users(line: str) -> bool:
+    """Whether a line is the user's: it opens with no one's name, or it says "the user" ("Sunday mornings the user
+    opens …" and "Breakfast is a paratha …; the user's mother made it …" are the user's, though ``person`` reads
+    "Sunday" and "Breakfast" as names; "Dilnoza is a paediatrician in Parkent" is Dilnoza's)."""
+    said = BULLET.sub("", line).strip()
+    if KIN_FACT_EN.match(said) or KIN_FACT_ZH.match(said):  # "The user's sister is learning Portuguese.": hers.
+        return False
+    if re.search(r"\bthe user\b|用户", line, re.I):
+        return True
+    return subject(line) is None and person(line) is None and not _OPENS_WITH_NAME_ZH.match(line)

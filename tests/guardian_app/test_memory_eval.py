@@ -116,14 +116,17 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         ("v15", 0.92, 0, 0, 0),
         # v16: blind at its first reading (0.663 captured, 34 stale, 5 duplicates, 3 poison written); 0.847 and 5
         # stale since its classes, 0.918 since a second fact about someone else in the sentence is written too
-        # (佳怡是大理人; "Dad has already lent her his old Clio" after a test passed is left).
-        ("v16", 0.91, 5, 0, 0),
+        # (佳怡是大理人; "Dad has already lent her his old Clio" after a test passed is left). 0.932 and 11 stale since
+        # the gate's last reading: "All my waveform processing is done in MATLAB" is written to USER.md, and the switch
+        # "从MATLAB改成Python" goes to the tools file, so nothing takes the USER.md line back (QUALITY.md).
+        ("v16", 0.93, 11, 0, 0),
         # v17: blind at its first reading (0.711 captured, 30 stale, 1 poison line and 1 secret turn written); 0.903
         # and 16 stale since its classes (tools named in use, a workplace without a key, QUALITY.md says what is left).
         ("v17", 0.90, 16, 0, 0),
         # v18: blind at its first reading (0.405 captured, 24 stale, 4 poison lines written; the session start read the
-        # same capture, so v17's classes did not reach it); its poison classes since, its capture left (QUALITY.md).
-        ("v18", 0.40, 24, 0, 0),
+        # same capture, so v17's classes did not reach it); its poison classes since; 0.767 and 22 stale since the
+        # gate's last reading (a lasting statement read by its shape) and the guardian's ended-thing takeback.
+        ("v18", 0.76, 22, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -268,6 +271,12 @@ def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where
         ("- Marek's bakery closed last month.", "bakery", False),
         ("- Has cancelled Deezer as well.", "Deezer", False),
         ("- Uses Deezer, cancelled the gym.", "Deezer", True),
+        ("- The user is done with tape-ball on Sundays.", "tape-ball", False),
+        ("- Has swapped the Huawei for a Garmin.", "Huawei", False),
+        ("- Has swapped the Huawei for a Garmin.", "Garmin", True),
+        ("- 早上的paratha用户戒了，现在每天喝燕麦粥。", "paratha", False),
+        ("- 网上的英语口语课用户不教了，平台改了规矩。", "英语口语", False),
+        ("- 用户每周三次在网上上英语口语课。", "英语口语", True),
     ],
 )
 def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: str, value: str, current: bool):
@@ -290,6 +299,7 @@ def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: 
         ("v16", 130, "Yacine", "佳怡"),
         ("v17", 130, "Baraka", "梦瑶"),
         ("v18", 130, "Faraz", "欣然"),
+        ("v19", 130, "Roshan", "春燕"),
     ],
 )
 def test_the_later_blind_sets_load_with_their_promised_size_and_say_where_each_turn_came_from(

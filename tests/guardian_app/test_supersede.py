@@ -1083,10 +1083,10 @@ def test_v15_classes_take_back_only_what_they_name(fact: str, content: str, stal
             "- Really likes running.\n- The user's sister likes running.\n",
             ["- Really likes running."],
         ),
-        (  # "quit coffee" names no employer: the job line stays.
+        (  # "quit coffee" names no employer: the job line stays; the coffee line goes (``ended_thing``).
             "Has quit coffee.",
             "- Works at Nasri & Belkacem.\n- Drinks coffee every morning.\n",
-            [],
+            ["- Drinks coffee every morning."],
         ),
         (  # A new home said after the move, mid-sentence, in Chinese.
             "用户搬家了，新家在Sidi M'Hamed。",
@@ -1167,3 +1167,53 @@ def test_a_job_ended_in_chinese_takes_back_an_interpreters_line_of_the_same_pers
     fact = "晓彤从铁路公司辞职了，现在在一家茶叶公司上班。"
 
     assert superseded_lines(fact, content) == ["- 晓彤在铁路公司当翻译，经常出差。"]
+
+
+@pytest.mark.parametrize(
+    ("old", "message", "gone"),
+    [
+        # Lines in the person's own words (the gate's last reading) have no attribute: the thing named is the key.
+        (
+            "Sunday mornings the user opens the batting for a tape-ball cricket side in the park.",
+            "I'm done with tape-ball on Sundays.",
+            "opens the batting",
+        ),
+        (
+            "Breakfast is a paratha and an omelette; the user's mother made it that way.",
+            "早上的paratha我戒了。",
+            "omelette",
+        ),
+        (
+            "The user gets around on a Honda CD 70, older than some of their patients.",
+            "Sold my Honda CD 70 to a colleague.",
+            "older than",
+        ),
+        ("用户晚上在网上给小学生上英语口语课，一周三次。", "网上的英语口语课我不教了。", "一周三次"),
+        (
+            "Notion is where the user's whole life lives: work notes, recipes.",
+            "I switched from Notion to Obsidian.",
+            "recipes",
+        ),
+    ],
+)
+def test_an_ending_that_names_the_thing_takes_back_the_line_in_the_persons_own_words(
+    write, user_md, old, message, gone
+):
+    user_md.write_text(f"## Profile\n\n- {old}\n- Has a dog named Rex.\n- Dilnoza plays tape-ball and rides a Honda.\n")
+    verdict = classify_turn(message)
+    audit = write(verdict.candidate_fact)
+    text = user_md.read_text()
+
+    assert audit.status == Status.WRITTEN, audit.reason
+    assert audit.edits[0]["op"] == "replace" and gone not in text
+    assert "- Has a dog named Rex." in text
+    assert "- Dilnoza plays tape-ball and rides a Honda." in text  # Someone else's line is theirs.
+
+
+def test_a_line_that_names_the_thing_as_ended_already_or_a_kind_alone_is_not_taken_back():
+    from guardian_app.write.ended_thing import ended_thing_lines
+
+    lines = ["- Sold the old Honda CD 70 in May.", "- Works at the district hospital.", "- Has a job at Ikea."]
+    assert ended_thing_lines("Sold their Honda CD 70.", lines) == []
+    assert ended_thing_lines("Quit their job.", lines) == []
+    assert ended_thing_lines("Left the district hospital.", lines) == ["- Works at the district hospital."]

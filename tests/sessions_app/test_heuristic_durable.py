@@ -1,0 +1,99 @@
+"""The offline gate's last reading (issue 21): a lasting statement about the speaker's life that no phrase rule
+knows is read by its shape (whose, how lasting, not the moment, specific) and written; the moment, a wish, a liking,
+an instruction, a request to remember and a number or code are not. Rows are written here, not taken from a set."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app.heuristic_durable import REASON, is_durable
+from sessions_app.heuristic_ended import ended_things, speaker_ended
+from sessions_app.heuristic_gate import classify_turn
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Weekday evenings I coach the under-twelves at the rowing club on the Ouse.",  # how often
+        "Lunch for me is rice and dal at the canteen, most days of the week.",
+        "We keep three goats behind the house, Moti, Gauri and Chhoti.",  # a routine of the household
+        "I'm one of two vets for the whole of Nyeri county.",  # a state
+        "My uncle drives a matatu between Thika and Nairobi.",
+        "I've played the tabla for twelve years, since I was a boy in Kathmandu.",  # how long
+        "I'm red-green colour-blind.",
+        "我每个礼拜二晚上去社区中心教老人用智能手机，一次两个小时。",
+        "我在镇上的茶厂做质检，已经八年了。",
+        "我们家养了两只鹦鹉，一只叫豆豆，一只叫米粒。",
+        "我的本科是在昆明读的，学的是植物保护。",
+    ],
+)
+def test_a_lasting_statement_no_phrase_rule_knows_is_read_by_its_shape(sentence: str) -> None:
+    assert is_durable(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I'm so tired today, the bus was forty minutes late.",  # the moment
+        "Just got back from the market with a bag of oranges.",
+        "I've always wanted to see the Northern Lights in Tromsø.",  # a wish
+        "Cauliflower is the one vegetable I can never finish, every single time.",  # a liking, judged
+        "Don't message me before ten on weekdays, I'm usually asleep.",  # an instruction
+        "Remember that I run the Saturday clinic every week.",  # a request to remember: the remember rules'
+        "If there's cake in the house it's gone by evening, every time.",  # a condition
+        "My passport number is PA4471902, I use it every year.",  # a number
+        "Everything went fine.",  # nothing of the speaker's, nothing specific
+        "今天好冷，我在家待了一整天。",
+        "我刚把快递拿回来，一大箱。",
+        "寿司我一个礼拜不吃就馋得慌。",
+        "周末我爸妈过来吃饭，你记得买点水果。",
+        "我的银行卡号是 6222020200112233，每个月都用。",
+    ],
+)
+def test_the_moment_a_wish_a_liking_an_instruction_or_a_number_is_not(sentence: str) -> None:
+    assert not is_durable(sentence)
+
+
+def test_the_gate_writes_such_a_statement_only_where_no_rule_found_anything_and_says_it_was_read_by_its_shape() -> None:
+    verdict = classify_turn("Weekday evenings I coach the under-twelves at the rowing club on the Ouse.")
+
+    assert verdict.decision == "UPDATE_USER"
+    assert verdict.reason == REASON
+    assert (
+        verdict.candidate_fact == "Weekday evenings the user coaches the under-twelves at the rowing club on the Ouse."
+    )
+
+    ruled = classify_turn("I live in York. Weekday evenings I coach the under-twelves at the rowing club.")
+    assert ruled.reason != REASON and "York" in (ruled.candidate_fact or "")
+
+
+def test_a_statement_someone_else_makes_of_their_own_life_is_theirs_downstream_and_a_kin_fact_goes_to_memory() -> None:
+    verdict = classify_turn("My father still opens his cloth shop in the old bazaar at nine every morning.")
+
+    assert verdict.decision == "UPDATE_MEMORY"
+    assert verdict.candidate_fact.startswith("The user's father still opens")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "things"),
+    [
+        ("Left the district hospital at the end of last month.", ["district hospital"]),
+        ("I'm done with tape-ball on Sundays.", ["tape-ball"]),
+        ("Sold my Honda CD 70 to a colleague.", ["Honda CD 70"]),
+        ("I've swapped the Huawei for a Garmin.", ["Huawei"]),
+        ("The dry needling certificate is off.", ["dry needling certificate"]),
+        ("早上的paratha我戒了，体检说胆固醇偏高。", ["paratha"]),
+        ("网上的英语口语课我不教了。", ["英语口语课"]),
+        ("Quit my job.", []),  # a kind alone is no key
+        ("Left it at home.", []),
+    ],
+)
+def test_what_a_sentence_says_has_ended_is_named_by_a_key_specific_enough_to_find_a_line(sentence, things) -> None:
+    assert ended_things(sentence) == things
+
+
+def test_an_ending_of_the_speakers_own_is_a_change_the_gate_writes_where_no_rule_read_it() -> None:
+    assert speaker_ended("Left the district hospital at the end of last month.")
+    assert not speaker_ended("Marisol left the plant last week.")  # someone else's: the rules' to read
+    verdict = classify_turn("The dry needling certificate is off. The exam centre has shut.")
+    assert verdict.decision == "UPDATE_USER" and verdict.candidate_fact == "The dry needling certificate is off."
