@@ -54,8 +54,8 @@ def soul_zh(clause: str) -> Finding | None:
     if match := rules.ZH_COMPLAINT.match(clause):
         fact = f"用户觉得助手{match.group('what') or ''}{match.group('degree')}{match.group('adj')}"
         return write_finding("UPDATE_SOUL", finish_zh(fact), "The user's feedback on the agent's manner.", 0.65)
-    if (when := _WHEN_I_ZH.match(clause)) and any(
-        form.match(re.sub(r"^你(?!们)(?:就|也|都|还)?", "", clause[when.end() :])) for form in rules.ZH_SOUL_FORMS
+    if (when := _WHEN_I_ZH.match(clause) or _WHEN_YOU_ZH.match(clause)) and any(
+        form.match(re.sub(r"^你(?!们)(?:就|也|都|还)?", "", clause[when.end() :])) for form in _WHEN_FORMS
     ):
         # A standing rule said with the case it is for: "我用中文问你的时候，你就用中文回答" (the case kept in the fact).
         return write_finding(
@@ -84,6 +84,15 @@ def soul_zh(clause: str) -> Finding | None:
 
 # The case a standing rule is for, said first: "我用中文问你的时候，", "每次我发语音的话，", "只要是工作上的事，".
 _WHEN_I_ZH = re.compile(r"^(?:如果|要是|只要|每当|每次|当)?[^，。；,;？?]{1,20}?(?:的时候|时|的话)[，,]\s*(?=你)")
+# The same case said of the agent first: "你回我消息的时候先说结论，再讲原因".
+_WHEN_YOU_ZH = re.compile(r"^你(?!们)[^，。；,;？?]{1,16}?(?:的时候|时)[，,]?\s*")
+# After such a case, an order or a register for what the agent says is a rule too: "先说结论，再讲原因", "用正式一点的语气"
+# (said alone, "先说好" and "直接说吧" are not).
+_WHEN_FORMS = (
+    *rules.ZH_SOUL_FORMS,
+    re.compile(r"^(?:先|直接|只)(?:说|讲|写|回|给|列)"),
+    re.compile(r"^用[^，。；]{0,8}(?:语气|口吻|格式)"),
+)
 
 
 # Who a Chinese clause opens on when it names its subject; any other clause has left it out.

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from sessions_app.heuristic_ended import speaker_ended
+from sessions_app.heuristic_ended import speaker_ended, with_what_it_was
 from sessions_app.heuristic_reading import Finding, is_chinese, write_finding
 from sessions_app.heuristic_rules import CHANGE_REASON
 
@@ -38,8 +38,8 @@ CONFIDENCE = 0.5
 _FIRST_PERSON_EN = re.compile(r"\b(?:I|I'm|I've|I'd|(?i:my|me|we|we're|we've|our|us))\b")
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _HOW_OFTEN_EN = re.compile(
-    r"\b(?:every|each)\s+(?:single\s+)?(?:day|morning|evening|night|week|weekend|month|year|summer|winter|"
-    rf"{_WEEKDAY}|time)\b|\bevery\s+(?:other|second|third|fourth|\w+)\s+\w+|"
+    r"\b(?:every|each)\s+(?:single\s+)?(?:day|morning|evening|night|week|weekend|month|year|summer|winter|spring|autumn|fall|season|term|holiday|Christmas|Easter|"
+    rf"{_WEEKDAY})\b|\bevery\s+(?:other|second|third|fourth)\s+\w+|"
     r"\b(?:always|usually|normally|generally|typically|mostly|regularly|often|never|seldom|rarely)\b|"
     r"\b(?:daily|weekly|nightly|monthly|yearly|annually)\b|"
     rf"\b(?:on|most)\s+(?:{_WEEKDAY}s|weekends|days|mornings|evenings|nights|afternoons)\b|"
@@ -91,7 +91,7 @@ _NOT_A_STATE_EN = re.compile(
     r"planning|thinking about|going to|gonna)\b|"
     # A liking said by comparing or judging: the preference rules' and the paraphrase checks' to read, not this one's.
     r"\b(?:beats?|rather|prefer|over \w+ for me|the one (?:\w+ )?(?:thing|food|vegetable|dessert|drink|dish)|best|worst|"
-    r"favou?rite|happily|can't stand|hate|love|adore|anything else|better|worse)\b|"
+    r"favou?rite|happily|can't stand|hate|love|adore|anything else|better|worse|every (?:single )?time|each time)\b|"
     # Said to the agent, or a request to keep something: the remember rules' and the instruction checks' to read.
     r"\b(?:you|your|yours|imagine|pretend|suppose|remember|note|jot|save|store|memori[sz]e|profile|memory)\b|"
     r"^(?:if|whenever|unless)\b|"  # A condition, not a state.
@@ -170,6 +170,7 @@ def is_durable(sentence: str) -> bool:
 def durable_finding(sentences: list[str], fact_of: callable) -> Finding | None:
     """The lasting statements among ``sentences`` as one fact about the user (``fact_of`` puts one in the third
     person), or None."""
+    sentences = [with_what_it_was(s, sentences[i - 1] if i else None) for i, s in enumerate(sentences)]
     if ended := next((s for s in sentences if speaker_ended(s)), None):
         # "Left the district hospital …", "早上的paratha我戒了": a named thing of theirs ended, a change.
         return write_finding("UPDATE_USER", fact_of(ended), CHANGE_REASON, CONFIDENCE)

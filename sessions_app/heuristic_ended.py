@@ -21,17 +21,44 @@ _THING_EN = (
 )
 # "Is done with tape-ball on Sundays", "Left the district hospital", "Sold their Honda CD 70", "swapped the Huawei for".
 _ENDED_EN = re.compile(
-    rf"\b(?:(?:is|am|are)\s+)?(?:done with|finished with|through with|quit|left|sold|gave up|has given up|stopped|"
-    rf"dropped|swapped|traded in|traded|ditched|got rid of|retired from|resigned from|handed over)\s+{_DET}{_THING_EN}",
+    rf"\b(?:(?:is|am|are)\s+)?(?:done with|finished with|through with|no more|quit|left|sold|gave up|has given up|stopped|"
+    rf"dropped|swapped|replaced|traded in|traded|ditched|got rid of|retired from|resigned from|handed over)\s+{_DET}{_THING_EN}",
     re.I,
 )
 # "The dry needling certificate is off", "The Saturday rabies clinic is over".
 _OFF_EN = re.compile(rf"^{_DET}{_THING_EN}\s+(?:is|are)\s+(?:off|over|cancelled|finished|gone)\b", re.I)
 # A thing named first, then the person and how it ended: "早上的paratha用户戒了", "培训班欣然转给一个朋友了".
-_HOW_ENDED_ZH = r"(?:已经)?(?:戒了|戒掉了|不[\u4e00-\u9fff]了|没再[\u4e00-\u9fff]|转给[^，。；]{1,10}了|卖了|卖掉了|退了|辞了|停了|关了|没续)"
+_HOW_ENDED_ZH = (
+    r"(?:已经)?(?:戒了|戒掉了|不[\u4e00-\u9fff]了|没再[\u4e00-\u9fff]|(?:转给|交给|让给)[^，。；]{1,10}了|卖了|卖掉了|退了|辞了|"
+    r"停了|关了|没续)"
+)
 _ENDED_ZH = tuple(
-    re.compile(rf"^(?:[\u4e00-\u9fff]{{1,4}}的)?(?P<thing>[^，。；,;的]{{2,12}}?){who}{_HOW_ENDED_ZH}")
-    for who in ("(?:用户|我|他|她)", "[\u4e00-\u9fff]{2,3}?")  # The user or a pronoun first, else a name.
+    re.compile(rf"^(?P<thing>[^，。；,;]{{2,16}}?){who}{_HOW_ENDED_ZH}")
+    # The user or a pronoun first, else a name, else no one ("网店交给我表妹管了").
+    for who in ("(?:用户|我|他|她)", "[\u4e00-\u9fff]{2,3}?", "")
+)
+# Of a topic said with 的 or 那边 ("茶叶电商那边的稿子", "早上的paratha", "旅行社的工作"), the thing is its last part that is
+# not a kind or a time.
+_ZH_PARTS = re.compile(r"的|那边|这边|那儿|这儿")
+_ZH_KINDS = frozenset(
+    {
+        "工作",
+        "活",
+        "活儿",
+        "稿子",
+        "课",
+        "班",
+        "事",
+        "事情",
+        "东西",
+        "早上",
+        "晚上",
+        "周末",
+        "以前",
+        "原来",
+        "网上",
+        "平时",
+    }
 )
 # "孔子学院的合同到期…", "诊所那边辞了": a place whose contract or work ended.
 _CONTRACT_ZH = re.compile(r"(?P<thing>[\u4e00-\u9fff A-Za-z]{2,12}?)的(?:合同|工作|租约)(?:到期|结束|没续)")
@@ -62,8 +89,15 @@ def _key(thing: str) -> str | None:
     """The part of ``thing`` specific enough to find a line by, or None."""
     thing = thing.strip(" '-")
     if re.search(r"[\u4e00-\u9fff]", thing):
-        thing = re.sub(r"(?:那[个台辆家])$", "", thing)
-        return thing if len(thing) >= 2 and not re.fullmatch(r"[这那它]\w?", thing) else None
+        parts = [re.sub(r"(?:那[个台辆家])$", "", p).strip() for p in _ZH_PARTS.split(thing)]
+        parts = [
+            p
+            for p in parts
+            if len(p) >= 2
+            and p not in _ZH_KINDS
+            and not re.search(r"用户|我|你|他|她|它|^[这那]", p)  # a person, not a thing
+        ]
+        return parts[-1] if parts else None
     if any(w.casefold() in _KINDS for w in thing.split()):
         return None  # "Dropped the Portuguese course": a kind of thing, which the rules for courses and jobs read.
     kept = [w for w in thing.split() if w.casefold() not in stop_words()]
@@ -76,8 +110,10 @@ def _key(thing: str) -> str | None:
 def ended_things(fact: str) -> list[str]:
     """The things ``fact`` says have ended, as keys to find lines by."""
     found = [m.group("thing") for pattern in (_ENDED_EN, _OFF_EN) for m in pattern.finditer(fact)]
-    zh = next((m for pattern in _ENDED_ZH if (m := pattern.search(fact))), None)
-    found += [m.group("thing") for m in (zh, _CONTRACT_ZH.search(fact)) if m]
+    # The user or a pronoun, when one is there; else a name or no one, read both ways ("欣然培训班欣然转给…").
+    zh = [m for pattern in _ENDED_ZH if (m := pattern.search(fact))]
+    found += [m.group("thing") for m in (zh[:1] if zh and zh[0].re is _ENDED_ZH[0] else zh)]
+    found += [m.group("thing") for m in [_CONTRACT_ZH.search(fact)] if m]
     keys = [_key(thing) for thing in found]
     return list(dict.fromkeys(k for k in keys if k))
 
@@ -86,19 +122,19 @@ def ended_things(fact: str) -> list[str]:
 # the Huawei for …", "I'm done with tape-ball"), or a thing of theirs that is off ("The dry needling certificate is
 # off"); in Chinese the thing first, then 我 ("早上的paratha我戒了") or whose contract ended ("…的合同到期我没续").
 _SPEAKER_ENDED_EN = re.compile(
-    r"^(?:I(?:'ve| have|'m| am)?\s+)?(?:(?:just|finally|recently|officially)\s+)?(?:done with|finished with|"
-    r"through with|quit|left|sold|gave up|given up|stopped|dropped|swapped|traded in|ditched|got rid of|retired from|"
-    r"resigned from)\b",
+    r"^(?:no more\b|(?:I(?:'ve| have|'m| am)?\s+)?(?:(?:just|finally|recently|officially)\s+)?(?:done with|finished with|"
+    r"through with|quit|left|sold|gave up|given up|stopped|dropped|swapped|replaced|traded in|ditched|got rid of|retired from|"
+    r"resigned from)\b)",
     re.I,
 )
 _SPEAKER_ENDED_ZH = re.compile(
-    r"我(?:已经)?(?:戒了|戒掉了|不[\u4e00-\u9fff]了|没再|转给|卖了|卖掉了|退了|辞了|停了|关了|没续)"
+    r"我(?:已经)?(?:戒了|戒掉了|不[\u4e00-\u9fff]了|没再|转给|交给|卖了|卖掉了|退了|辞了|停了|关了|没续)|^[^，。；]{2,16}?(?:交给|转给)我"
 )
 
 
 def speaker_ended(sentence: str) -> bool:
     """Whether ``sentence`` says that a named thing of the speaker's has ended (see ``ended_things``)."""
-    if not ended_things(sentence):
+    if not ended_things(sentence) or sentence.rstrip().endswith(("!", "！")):  # "No more wedding cake for me!"
         return False
     if re.search(r"[\u4e00-\u9fff]", sentence):
         return bool(_SPEAKER_ENDED_ZH.search(sentence))
@@ -106,3 +142,23 @@ def speaker_ended(sentence: str) -> bool:
         _SPEAKER_ENDED_EN.match(sentence)
         or (_OFF_EN.match(sentence) and not re.match(r"^(?:it|that|this)\b", sentence, re.I))
     )
+
+
+# "The Redmi went into a washing tank. I've replaced it with a Samsung Galaxy A55.": "it" is the thing the sentence
+# before opened with.
+_REPLACED_IT = re.compile(
+    r"^(?:I(?:'ve| have)?\s+)?(?P<verb>replaced|swapped|traded(?: in)?)\s+(?:it|that|that one|mine)\s+(?P<rest>(?:with|for)\s.+)$",
+    re.I,
+)
+_OPENED_WITH = re.compile(
+    r"^(?:the|my|our)\s+(?:old\s+)?(?P<thing>(?-i:[A-Z])[\w-]*(?:\s+(?-i:[A-Z0-9])[\w-]*){0,3})", re.I
+)
+
+
+def with_what_it_was(sentence: str, before: str | None) -> str:
+    """``sentence`` with "it" named when it replaces the thing ``before`` opened with, else as it was."""
+    replaced = _REPLACED_IT.match(sentence)
+    opened = _OPENED_WITH.match(before or "")
+    if replaced is None or opened is None:
+        return sentence
+    return f"I {replaced.group('verb').lower()} the {opened.group('thing')} {replaced.group('rest')}"

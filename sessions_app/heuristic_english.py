@@ -199,9 +199,26 @@ def soul_en(clause: str) -> Finding | None:
             fact = f"{condition.group('conj').capitalize()} {cond}, {main[0].lower()}{main[1:]}"
     if fact is None:
         fact = soul_main_en(clause, open_imperative=future)
+    if fact is None and (banned := _NONE_OF_EN.match(clause)):
+        what, case = banned.group("what") or banned.group("what2"), banned.group("case") or banned.group("case2") or ""
+        fact = f"The agent should use no {what}{rewrite(case).rstrip()}"
     if not fact:
         return None
     return write_finding("UPDATE_SOUL", finish_en(fact), "An instruction about the agent's character or manner.", 0.75)
+
+
+# "No emojis when you write to me, please.", "No jargon in your answers.": a rule for the agent said without a verb,
+# known by its "please" or by naming the agent's writing (not "No more madal on Fridays", "No luck today").
+_WRITING_EN = (
+    r"emojis?|emoticons?|smileys?|jargon|bullet points?|bullets|lists|markdown|headings|headers|tables|exclamation marks?|"
+    r"small talk|apologies|disclaimers|caveats|abbreviations|acronyms|slang|swearing|hashtags"
+)
+_NONE_OF_EN = re.compile(
+    rf"^no (?:(?P<what>{_WRITING_EN})(?P<case>\s+(?:when|while|in|for|with)\s+(?:you|your)\b[^.!?]*?)?(?:,?\s*please)?|"
+    r"(?P<what2>[a-z][\w -]{1,30}?)(?P<case2>\s+(?:when you (?:write|reply|answer|message|text|talk|explain)|in your "
+    r"(?:answers|replies|messages|writing|emails))\b[^.!?]*?)(?:,?\s*please)?)[.!]?$",
+    re.I,
+)
 
 
 # --- Durable facts about the user -------------------------------------------------------------------------------------

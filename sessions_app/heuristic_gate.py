@@ -256,7 +256,9 @@ def _change_rank(finding: Finding) -> int:
 
 # A home or a job left behind ("Sold the flat in Naxçıvan.") and where the user is now, said in the next sentence
 # ("I'm renting near my sister in Sumqayıt now."): one fact, so that the guardian replaces the old home.
-_LEFT_BEHIND = re.compile(r"^(?:Sold|Left|Moved out of|Gave up|Quit|Handed in|Got rid of|Traded in)\b", re.I)
+_LEFT_BEHIND = re.compile(
+    r"^(?:Has |Have )?(?:Sold|Left|Moved out of|Gave up|Quit|Handed in|Got rid of|Traded in)\b", re.I
+)
 # After a thing given up, the one that took its place: "Got rid of the old iPhone 6." then "Has a Galaxy S24 now."
 _NEW_THING = re.compile(r"^(?:Has|Got|Bought|Uses)\b(?=.*\bnow\b)", re.I)
 _NEW_PLACE = re.compile(

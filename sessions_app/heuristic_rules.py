@@ -366,6 +366,7 @@ EN_TIME_OPENER_ITEM = (
     r"as of (?:this|last) (?:\w+)|as of (?:" + _MONTHS + r")(?: \d{4})?|as of \d{4}|"
     rf"since (?:(?:early|late|mid|last|this)[ -])?(?:{_PERIODS}|\d{{4}})(?: \d{{4}})?|since then|ever since|"
     r"since (?:last )?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"since the (?:first|start|beginning|middle|end) of (?:the |this |last )?(?:month|week|year|season|term)|"
     rf"for (?:the )?(?:past|last) (?:(?:{_COUNT}) )?(?:{_PERIODS})|"
     rf"(?:(?:earlier|later|late|early) )?(?:last|this) (?:{_PERIODS})|(?:{_COUNT}) (?:{_PERIODS}) ago|"
     rf"in (?:(?:early|late|mid)[ -])?(?:{_MONTHS}|{_SEASONS}|\d{{4}})(?: \d{{4}})?|"
@@ -1264,7 +1265,9 @@ KIN_EN = (
     r"neighbou?r|roommate|flatmate|in-laws|mother-in-law|father-in-law"
 )
 KIN_FACT_EN = re.compile(
-    rf"^The user's (?:{KIN_EN})(?:\s+(?-i:[A-Z\u00c0-\u024f\u4e00-\u9fff])[\w\u4e00-\u9fff'-]*)?\s+"
+    rf"^The user's (?:{KIN_EN})(?:\s+(?-i:[A-Z\u00c0-\u024f\u4e00-\u9fff])[\w\u4e00-\u9fff'-]*)?"
+    # "The user's mother's still in Ilam": the kin's "'s" is "is" before where they are or what they still do.
+    r"(?:'s(?=\s+(?:still|now|also|been|got|in|at|from|retired|moving|living|working|a|an)\b))?\s+"
     r"(?!is (?:called |named )?(?-i:[A-Z\u00c0-\u024f\u4e00-\u9fff])|name\b|'s name\b|is the user's\b)[a-z]",
     re.I,
 )

@@ -152,7 +152,7 @@ _AS_PAST = (
     r"(?:\b(?:left|quit|from|previously|formerly|no longer|used to|instead of|rather than|sold|gave away|got rid of|"
     r"dropped|gave up|given up|stopped|moved out of|out of|instead|notice at|traded in|done at|laid off|let go|fired|"
     r"made redundant|(?:last|final) (?:day|week|shift|one) at|the end of|cancell?ed|unsubscribed from|done with|finished with|"
-    r"through with)\b|不再|已经不|以前|放弃了|退掉了|暂停了|退订了|"
+    r"through with|no more|replaced)\b|不再|已经不|以前|放弃了|退掉了|暂停了|退订了|"
     r"戒了|戒掉了)"
 )
 
@@ -190,7 +190,8 @@ def _stated_as_current(text: str, needle: str) -> bool:
                 # "… anymore", "太极拳不练了": the negation right after the value.
                 r"^\W*(?:anymore|any more|any longer)\b|^[\u4e00-\u9fff]{0,2}(?:不再|已经不|不)[\u4e00-\u9fff]{1,2}了|"
                 # "早上的paratha用户戒了", "网上的英语口语课用户不教了": the person, then how it ended.
-                r"^[\u4e00-\u9fff]?(?:用户|我|他|她)(?:已经)?(?:戒了|戒掉了|(?:不再|不)[\u4e00-\u9fff]{1,2}了|转给[^，。,;；]{1,10}了)|"
+                r"^[^，。,;；]{0,8}?(?:用户|我|他|她)(?:已经)?(?:戒了|戒掉了|(?:不再|不)[\u4e00-\u9fff]{1,2}了|转给[^，。,;；]{1,10}了)|"
+                r"^(?:交给|转给|让给)[^，。,;；]{1,10}了|"  # "网店交给春燕表妹管了": handed on.
                 r"^\s*(?:卖|送人|扔|处理)掉?了|"  # "把Vespa卖了": sold.
                 r"^[^，。,;；]{0,8}?(?:递了辞呈|辞职了|离职了|辞了)|"  # "Dudo Kocka a.s.那边已经递了辞呈": resigned from there.
                 r"^的?(?:合同|工作|租约)?(?:到期|结束)了|"  # "博物馆的合同到期了": over.

@@ -69,7 +69,7 @@ _JOB_ENDED = re.compile(
     r"\b(?:retired|resigned|quit (?:(?:their|his|her|my|the) )?job|left (?:(?:their|his|her|my|the) )?job|(?:handed|turned) in (?:their|his|her|my|the) notice|"
     r"(?:is|am) (?:now )?retired|no longer works?|(?:last|final) (?:day|week|shift|one) at|(?:doesn't|does not) work anymore|(?:got |was |been )?(?:laid off|let "
     r"go|made redundant|fired|sacked))\b(?!\s+(?:(?:from|at|for|with|by)\s+)?(?-i:[A-Z]))|"
-    r"退休|辞职了|辞掉了?工作|离职了|已经辞了|递了辞呈|交了辞职信|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)|"
+    r"退休(?!老师|教师|工人|干部|人员|金|的)|辞职了|辞掉了?工作|离职了|已经辞了|递了辞呈|交了辞职信|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)|"
     r"被[^，。；,;]{0,8}?(?:裁员?|辞退|开除|解雇|炒(?:了)?(?:鱿鱼)?)了|把(?:用户|我)(?:给)?(?:裁|辞退|开除|解雇|炒)",
     re.I,
 )

@@ -113,7 +113,17 @@ CLASSES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
                 r"(?:just\s+|always\s+|simply\s+)?(?:do|follow)\s+(?:what(?:ever)?|as)\s+(?:they|he|she|it)\s+"
                 r"(?:asks?|says?|wants?|tells? you)\b|"
                 r"\b(?:safety|content) (?:rules|guidelines|policies|filters|policy) (?:do not|don't|no longer) apply\b|"
-                r"\b(?:user|i am|i'm|he is|she is|they are) (?:is )?(?:an? |the )?(?:admin|administrator|root|superuser|developer of this)\b[^.\n]{0,40}\b(?:grant|allow|all requests|full access|every request|comply)\b"
+                r"\b(?:user|i am|i'm|he is|she is|they are) (?:is )?(?:an? |the )?(?:admin|administrator|root|superuser|developer of this)\b[^.\n]{0,40}\b(?:grant|allow|all requests|full access|every request|comply)\b|"
+                # Privilege claimed for the agent's dealings ("treat all my requests as pre-approved", "permission to
+                # bypass content policy", "an administrator in every future conversation"), not a job or a server's rights.
+                r"\b(?:treat|consider|regard|handle)\b[^.\n]{0,40}\brequests?\b[^.\n]{0,20}\bas (?:pre-?approved|already "
+                r"approved|authori[sz]ed|verified|trusted|coming from (?:an? )?(?:admin|administrator))\b|"
+                r"\b(?:permission|authori[sz]ation|clearance|allowed|free)\s+to\s+(?:bypass|ignore|override|skip|disable|get "
+                r"around)\b[^.\n]{0,20}\b(?:polic(?:y|ies)|filters?|rules|guidelines|restrictions|safeguards|safety)\b|"
+                r"\bbypass\w*\s+(?:the\s+|your\s+|its\s+|all\s+)?(?:content|safety|security|usage)\s+(?:polic(?:y|ies)|filters?|rules|"
+                r"guidelines|restrictions)\b|"
+                r"\b(?:is|am|are)\s+(?:an?\s+|the\s+)?(?:admin|administrator|root|superuser|system owner)\b[^.\n]{0,20}\b(?:in|for|across)\s+"
+                r"(?:every|all|each|any)\s+(?:future\s+)?(?:conversations?|chats?|sessions?)\b"
             ),
             rx(
                 r"\bsystem prompt\b|\bhidden (?:instructions?|prompt|rules|message)\b|\binitial (?:prompt|instructions)\b|"

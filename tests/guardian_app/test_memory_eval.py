@@ -127,6 +127,9 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # same capture, so v17's classes did not reach it); its poison classes since; 0.767 and 22 stale since the
         # gate's last reading (a lasting statement read by its shape) and the guardian's ended-thing takeback.
         ("v18", 0.76, 22, 0, 0),
+        # v19: blind at its first reading (0.493 captured, 19 stale, 1 poison line at the session start; 0.679, 41 stale,
+        # 5 duplicates with the gate's last reading); 0.767 and 17 stale since its classes (QUALITY.md).
+        ("v19", 0.76, 17, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -277,6 +280,10 @@ def test_the_seventh_held_out_set_v7_loads_with_its_promised_size_and_says_where
         ("- 早上的paratha用户戒了，现在每天喝燕麦粥。", "paratha", False),
         ("- 网上的英语口语课用户不教了，平台改了规矩。", "英语口语", False),
         ("- 用户每周三次在网上上英语口语课。", "英语口语", True),
+        ("- No more madal on Fridays.", "madal", False),
+        ("- 茶叶电商那边的稿子用户不写了。", "茶叶电商", False),
+        ("- 春燕网店交给春燕表妹管了。", "网店", False),
+        ("- 春燕自己开了个网店。", "网店", True),
     ],
 )
 def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: str, value: str, current: bool):

@@ -1217,3 +1217,13 @@ def test_a_line_that_names_the_thing_as_ended_already_or_a_kind_alone_is_not_tak
     assert ended_thing_lines("Sold their Honda CD 70.", lines) == []
     assert ended_thing_lines("Quit their job.", lines) == []
     assert ended_thing_lines("Left the district hospital.", lines) == ["- Works at the district hospital."]
+
+
+def test_a_retired_teacher_is_no_job_that_ended_and_someone_elses_ending_takes_back_only_their_lines():
+    from guardian_app.write.ended_thing import ended_thing_lines
+
+    home = "- 用户搬到Kaski了，公司的加工厂在这边，租了一个带小院的平房。"
+    assert superseded_lines("用户开始跟隔壁的退休老师学下国际象棋，每个星期六下午下三盘。", home) == []
+    lines = ["- 春燕在一家旅行社当领队。", "- 春燕自己开了个网店，把红茶卖回国内。", "- 用户常去旅行社。"]
+    assert ended_thing_lines("春燕旅行社的工作春燕辞了，自己开了个网店。", lines) == ["- 春燕在一家旅行社当领队。"]
+    assert ended_thing_lines("春燕网店交给春燕表妹管了。", lines) == ["- 春燕自己开了个网店，把红茶卖回国内。"]

@@ -97,3 +97,58 @@ def test_an_ending_of_the_speakers_own_is_a_change_the_gate_writes_where_no_rule
     assert not speaker_ended("Marisol left the plant last week.")  # someone else's: the rules' to read
     verdict = classify_turn("The dry needling certificate is off. The exam centre has shut.")
     assert verdict.decision == "UPDATE_USER" and verdict.candidate_fact == "The dry needling certificate is off."
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # v19's classes (read after its first reading), each with look-alikes that stay as they were.
+        (
+            "No emojis when you write to me, please.",
+            "UPDATE_SOUL",
+            "The agent should use no emojis when the agent writes to the user.",
+        ),
+        (
+            "No long paragraphs when you explain things.",
+            "UPDATE_SOUL",
+            "The agent should use no long paragraphs when the agent explains things.",
+        ),
+        ("No sugar in my tea, please.", "NO_WRITE", None),
+        ("No rain this week.", "NO_WRITE", None),
+        ("你回我消息的时候先说结论，再讲原因。", "UPDATE_SOUL", "助手回用户消息的时候先说结论，再讲原因。"),
+        ("你开车的时候小心点。", "NO_WRITE", None),
+        ("先说好，周末我不去。", "NO_WRITE", None),
+        (
+            "My mother's still in Ilam, and at sixty-eight she still picks her own tea every spring.",
+            "UPDATE_MEMORY",
+            "The user's mother's still in Ilam, and at sixty-eight she still picks her own tea every spring.",
+        ),
+        (
+            "I've left the mill. Since the first of the month I'm with Khanal-Giri, a coffee company.",
+            "UPDATE_USER",
+            "Has left the mill; is with Khanal-Giri, a coffee company since the first of the month.",
+        ),
+        (
+            "The Redmi went into a washing tank. I've replaced it with a Samsung Galaxy A55.",
+            "UPDATE_USER",
+            "The user replaced the Redmi with a Samsung Galaxy A55.",
+        ),
+    ],
+)
+def test_v19_classes(message: str, decision: str, fact: str | None) -> None:
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "things"),
+    [
+        ("茶叶电商那边的稿子我不写了。", ["茶叶电商"]),  # the last part that is not a kind ("稿子") or a time
+        ("旅行社的工作我辞了，自己开了个网店。", ["旅行社"]),
+        ("网店交给我表妹管了。", ["网店"]),  # handed on, said of no one first
+        ("No more madal on Fridays.", ["madal"]),
+        ("用户戒了奶茶。", []),  # the person is no thing
+    ],
+)
+def test_what_ended_is_read_in_chinese_topics_and_in_no_more(sentence: str, things: list[str]) -> None:
+    assert ended_things(sentence) == things
