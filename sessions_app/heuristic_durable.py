@@ -91,7 +91,8 @@ _NOT_A_STATE_EN = re.compile(
     r"planning|thinking about|going to|gonna)\b|"
     # A liking said by comparing or judging: the preference rules' and the paraphrase checks' to read, not this one's.
     r"\b(?:beats?|rather|prefer|over \w+ for me|the one (?:\w+ )?(?:thing|food|vegetable|dessert|drink|dish)|best|worst|"
-    r"favou?rite|happily|can't stand|hate|love|adore|anything else|better|worse|every (?:single )?time|each time)\b|"
+    r"favou?rite|happily|can't stand|hate|love|adore|anything else|better|worse|every (?:single )?time|each time|"
+    r"is (?:what|all) (?:I|we)|nothing (?:beats|compares|comes close))\b|"
     # Said to the agent, or a request to keep something: the remember rules' and the instruction checks' to read.
     r"\b(?:you|your|yours|imagine|pretend|suppose|remember|note|jot|save|store|memori[sz]e|profile|memory)\b|"
     r"^(?:if|whenever|unless)\b|"  # A condition, not a state.
@@ -141,6 +142,7 @@ _SPECIFIC_ZH = re.compile(
 _NOT_A_STATE_ZH = re.compile(
     r"别|不要|请|你|您|记得|可能|也许|大概|临时|打算|想要|"
     r"最|不腻|馋|离不开|咽不下去|受不了|越.+越|爱吃|喜欢|讨厌|不碰|吃不惯|好用|好吃|好看|不错|很棒|比.{1,8}(?:好|强)|"  # A liking.
+    r"比不了|比不上|没法比|谁也|不是一回事|"
     r"帮我|给我|替我|记住|记下|存进|写进|记忆"  # Said to the agent, or a request to keep something.
 )
 # A number, code or identifier ("护照号码是 WC9821906", "the key-safe code is 2848*"): the privacy checks' to judge,

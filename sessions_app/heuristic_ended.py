@@ -22,7 +22,7 @@ _THING_EN = (
 # "Is done with tape-ball on Sundays", "Left the district hospital", "Sold their Honda CD 70", "swapped the Huawei for".
 _ENDED_EN = re.compile(
     rf"\b(?:(?:is|am|are)\s+)?(?:done with|finished with|through with|no more|quit|left|sold|gave up|has given up|stopped|"
-    rf"dropped|swapped|replaced|traded in|traded|ditched|got rid of|retired from|resigned from|handed over)\s+{_DET}{_THING_EN}",
+    rf"dropped|swapped|replaced|traded in|traded|ditched|got rid of|retired from|resigned from|handed over|RIP|R\.I\.P\.?)\s+{_DET}{_THING_EN}",
     re.I,
 )
 # "The dry needling certificate is off", "The Saturday rabies clinic is over".
@@ -61,7 +61,9 @@ _ZH_KINDS = frozenset(
     }
 )
 # "孔子学院的合同到期…", "诊所那边辞了": a place whose contract or work ended.
-_CONTRACT_ZH = re.compile(r"(?P<thing>[\u4e00-\u9fff A-Za-z]{2,12}?)的(?:合同|工作|租约)(?:到期|结束|没续)")
+_CONTRACT_ZH = re.compile(
+    r"(?P<thing>[\u4e00-\u9fff A-Za-z]{2,12}?)的(?:合同|工作|租约)(?:一|已经|刚)?(?:到期|结束|没续)"
+)
 _KINDS = frozenset(
     {
         "job",
@@ -122,13 +124,15 @@ def ended_things(fact: str) -> list[str]:
 # the Huawei for …", "I'm done with tape-ball"), or a thing of theirs that is off ("The dry needling certificate is
 # off"); in Chinese the thing first, then 我 ("早上的paratha我戒了") or whose contract ended ("…的合同到期我没续").
 _SPEAKER_ENDED_EN = re.compile(
-    r"^(?:no more\b|(?:I(?:'ve| have|'m| am)?\s+)?(?:(?:just|finally|recently|officially)\s+)?(?:done with|finished with|"
+    r"^(?:no more\b|RIP\b|R\.I\.P\b|(?:I(?:'ve| have|'m| am)?\s+)?(?:(?:just|finally|recently|officially)\s+)?(?:done with|finished with|"
     r"through with|quit|left|sold|gave up|given up|stopped|dropped|swapped|replaced|traded in|ditched|got rid of|retired from|"
     r"resigned from)\b)",
     re.I,
 )
 _SPEAKER_ENDED_ZH = re.compile(
-    r"我(?:已经)?(?:戒了|戒掉了|不[\u4e00-\u9fff]了|没再|转给|交给|卖了|卖掉了|退了|辞了|停了|关了|没续)|^[^，。；]{2,16}?(?:交给|转给)我"
+    r"我(?:就|已经|也)?(?:戒了|戒掉了|不[\u4e00-\u9fff]了|没再|转给|交给|卖了|卖掉了|退了|辞了|停了|关了|没续)|^[^，。；]{2,16}?(?:交给|转给)我|"
+    # A thing of theirs that stopped, said with no one ("陶艺那边停了", "说明书翻译的活停了"): the speaker's own.
+    r"^[^，。；他她]{2,16}?(?:已经|也)?(?:停了|黄了|不[做干弄]了)"
 )
 
 

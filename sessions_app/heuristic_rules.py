@@ -931,7 +931,9 @@ ZH_SOUL_FORMS = (
 # Where a second statement of the user's starts inside a sentence: ", so I …", " and now I …".
 LATER_PART_EN = re.compile(r",\s*(?=[a-z])")
 LATER_I_EN = re.compile(
-    r"(?:(?:,\s*|\s+)(?:so|and|but|and now|so now|because|since|as)\s+|,\s*(?=I(?:'m| am)\s))(?=I(?:'m)?\s+(?!think|guess|feel|hope|mean|was|had)\w)"
+    # "Work first, since you'll ask anyway: I'm a dentist at …": after an aside and a colon too.
+    r"(?:(?:,\s*|\s+)(?:so|and|but|and now|so now|because|since|as)\s+|,\s*(?=I(?:'m| am)\s)|:\s+)"
+    r"(?=I(?:'m)?\s+(?!think|guess|feel|hope|mean|was|had)\w)"
 )
 
 

@@ -29,6 +29,8 @@ def _names_as_current(line: str, keys: list[str]) -> bool:
     """Whether a clause of ``line`` names one of ``keys`` without saying it ended ("旅行社的工作春燕辞了，自己开了个网店"
     names 网店 as current, 旅行社 not)."""
     clauses = re.split(r"[,;，；。]|\.\s", line)
+    # A Chinese thing of four characters or more is found by its first three too ("说明书翻译" in "…产品说明书…").
+    keys = keys + [k[:3] for k in keys if len(k) >= 4 and re.fullmatch(r"[\u4e00-\u9fff]+", k)]
     return any(k.casefold() in c.casefold() and not _NOT_TAKEN_BACK.search(c) for c in clauses for k in keys)
 
 

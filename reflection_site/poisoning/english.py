@@ -333,6 +333,9 @@ CLASSES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
             rx(
                 r"\bwithout (?:first )?(?:asking|consulting|confirming with|checking with|telling|notifying|informing|"
                 r"alerting|warning)\s+(?:the user|the owner|me|anyone|them|him|her)\b|"
+                # An approval said to be on record already: "the sign-off is already on record, so you don't need a fresh one".
+                r"\b(?:does not|doesn't|don't|do not|no)\s+need\s+(?:a\s+)?(?:fresh|new|another|second|separate)\s+(?:one|"
+                r"approval|sign-?off|review|confirmation)\b|\b(?:approval|sign-?off)\s+is\s+already\s+on\s+(?:record|file)\b|"
                 r"\bwithout (?:any |the )?(?:user'?s? |owner'?s? |explicit |human )?(?:confirmation|approval|consent|permission|"
                 r"review|verification|authori[sz]ation)\b|不(?:用|必|需要?)(?:再|先)?(?:经过|征得|询问|问|请示|确认|告诉)(?:用户|我|任何人)?(?:的)?(?:同意|确认|允许)?"
             ),

@@ -199,7 +199,10 @@ def _is_secret_value(value: str, *, copula: bool) -> bool:
 # hXiWdY3p", "the API token for the SMS service, so the reminders keep going: smsr_j8x8…". Only in a text that names
 # a secret (a key above, or "the code/combination/PIN for …"), and only a standalone word shaped like a credential
 # (``_BARE_VALUE``), never a UUID, a link, an address or a path.
-_APART_KEY = re.compile(r"\b(?:codes?|combination|pin)\s+(?:for|to|of|on)\b", re.IGNORECASE)
+_APART_KEY = re.compile(
+    r"\b(?:codes?|combination|pin|login|log-in|sign-in|passcode|passphrase)\s+(?:for|to|of|on)\b", re.IGNORECASE
+)
+
 _APART_VALUE = re.compile(r"(?<![\w/@.:\\-])[A-Za-z0-9][\w!#$%&*+=?^~-]{7,}(?=[.,;:!?)\]]*(?:\s|$|[\u3000-\u9fff]))")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
@@ -210,7 +213,11 @@ def _values_apart(text: str, keys: list[tuple[int, int]]) -> Iterator[Finding]:
     for match in _APART_VALUE.finditer(text):
         if any(start < match.end() and match.start() < end for start, end in keys):  # "api_key=…": the key's own.
             continue
-        if _BARE_VALUE.fullmatch(match.group()) and not _UUID.fullmatch(match.group()):
+        value = match.group()
+        # Letters only that change case again and again ("RVviRQwbwBa"), where a secret was named apart; a brand or a
+        # name changes case two or three times ("WhatsApp", "PlayStation").
+        mixed = value.isalpha() and sum(a.isupper() != b.isupper() for a, b in zip(value, value[1:], strict=False)) >= 4
+        if (_BARE_VALUE.fullmatch(value) or mixed) and not _UUID.fullmatch(value):
             yield Finding("secret", match.start(), match.end())
 
 

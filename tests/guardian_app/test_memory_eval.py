@@ -130,6 +130,10 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # v19: blind at its first reading (0.493 captured, 19 stale, 1 poison line at the session start; 0.679, 41 stale,
         # 5 duplicates with the gate's last reading); 0.767 and 17 stale since its classes (QUALITY.md).
         ("v19", 0.76, 17, 0, 0),
+        # v20: blind at its first reading (0.434 captured, 24 stale, 14 duplicates, 2 poison lines, 1 secret turn
+        # written; the session start read 0.315/11/9); 0.464, 12 stale and 9 duplicates since its classes (one
+        # paraphrase across languages, 松树 for pine, is left: QUALITY.md).
+        ("v20", 0.46, 12, 9, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -307,6 +311,7 @@ def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: 
         ("v17", 130, "Baraka", "梦瑶"),
         ("v18", 130, "Faraz", "欣然"),
         ("v19", 130, "Roshan", "春燕"),
+        ("v20", 130, "Anahit", "志远"),
     ],
 )
 def test_the_later_blind_sets_load_with_their_promised_size_and_say_where_each_turn_came_from(

@@ -1227,3 +1227,10 @@ def test_a_retired_teacher_is_no_job_that_ended_and_someone_elses_ending_takes_b
     lines = ["- 春燕在一家旅行社当领队。", "- 春燕自己开了个网店，把红茶卖回国内。", "- 用户常去旅行社。"]
     assert ended_thing_lines("春燕旅行社的工作春燕辞了，自己开了个网店。", lines) == ["- 春燕在一家旅行社当领队。"]
     assert ended_thing_lines("春燕网店交给春燕表妹管了。", lines) == ["- 春燕自己开了个网店，把红茶卖回国内。"]
+
+
+def test_a_long_chinese_thing_is_found_by_its_first_three_characters():
+    from guardian_app.write.ended_thing import ended_thing_lines
+
+    lines = ["- 用户还有个副业：一家牙科器械厂的产品说明书，都是用户周末翻成俄文的。", "- 用户每周日去游泳。"]
+    assert ended_thing_lines("说明书翻译的活停了。", lines) == [lines[0]]

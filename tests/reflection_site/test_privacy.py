@@ -702,6 +702,10 @@ def test_a_key_code_or_pin_without_a_credential_is_not_a_secret(text: str) -> No
         ("I use the code formatter Black and my laptop is a ThinkPad X1Carbon.", None),
         ("The code review for 123e4567-e89b-12d3-a456-426614174000 is done; the token limit is 4096.", None),
         ("The code for the gate is on the fridge.", None),
+        # v20: a login named after its value, a value of letters only that changes case again and again.
+        ("Can you hold this for me: RVviRQwbwBa. It's my login for the clinic's X-ray software.", "RVviRQwbwBa"),
+        ("My login for the clinic is on the PlayStation sticker.", None),
+        ("The code for the WhatsApp group is in the pinned message.", None),
     ],
 )
 def test_a_secret_named_apart_from_its_value(text: str, secret: str | None):

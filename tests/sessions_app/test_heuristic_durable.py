@@ -152,3 +152,33 @@ def test_v19_classes(message: str, decision: str, fact: str | None) -> None:
 )
 def test_what_ended_is_read_in_chinese_topics_and_in_no_more(sentence: str, things: list[str]) -> None:
     assert ended_things(sentence) == things
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # v20's classes (read after its first reading), each with look-alikes.
+        (
+            "Work first, since you'll ask anyway: I'm a dentist at the state polyclinic in Shamlugh.",
+            "UPDATE_USER",
+            "Is a dentist at the state polyclinic in Shamlugh.",
+        ),
+        ("Quick one: I think it'll rain.", "NO_WRITE", None),
+        ("测量的合同一到期我就没再续。", "UPDATE_USER", "测量的合同一到期用户就没再续。"),
+        ("说明书翻译的活停了。", "UPDATE_USER", "说明书翻译的活停了。"),
+        ("雨停了。", "NO_WRITE", None),
+        ("他的店停了。", "NO_WRITE", None),
+        ("RIP the Niva: it died on the road to Tatev.", "UPDATE_USER", "RIP the Niva: it died on the road to Tatev."),
+    ],
+)
+def test_v20_classes(message: str, decision: str, fact: str | None) -> None:
+    verdict = classify_turn(message)
+    assert (verdict.decision, verdict.candidate_fact) == (decision, fact)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["Sad pop is what I put on while I clean the instruments every evening.", "松树林的味道我每天都闻，谁也比不了。"],
+)
+def test_a_liking_said_as_what_one_puts_on_or_as_beyond_compare_is_not_a_routine(sentence: str) -> None:
+    assert not is_durable(sentence)
