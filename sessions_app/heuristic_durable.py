@@ -26,6 +26,7 @@ guardian's checks).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from sessions_app.heuristic_ended import speaker_ended, with_what_it_was
 from sessions_app.heuristic_reading import Finding, is_chinese, write_finding
@@ -169,7 +170,7 @@ def is_durable(sentence: str) -> bool:
     return _durable_zh(sentence) if is_chinese(sentence) else _durable_en(sentence)
 
 
-def durable_finding(sentences: list[str], fact_of: callable) -> Finding | None:
+def durable_finding(sentences: list[str], fact_of: Callable[[str], str]) -> Finding | None:
     """The lasting statements among ``sentences`` as one fact about the user (``fact_of`` puts one in the third
     person), or None."""
     sentences = [with_what_it_was(s, sentences[i - 1] if i else None) for i, s in enumerate(sentences)]

@@ -40,50 +40,13 @@ _ENDED_ZH = tuple(
 # Of a topic said with 的 or 那边 ("茶叶电商那边的稿子", "早上的paratha", "旅行社的工作"), the thing is its last part that is
 # not a kind or a time.
 _ZH_PARTS = re.compile(r"的|那边|这边|那儿|这儿")
-_ZH_KINDS = frozenset(
-    {
-        "工作",
-        "活",
-        "活儿",
-        "稿子",
-        "课",
-        "班",
-        "事",
-        "事情",
-        "东西",
-        "早上",
-        "晚上",
-        "周末",
-        "以前",
-        "原来",
-        "网上",
-        "平时",
-    }
-)
+_ZH_KINDS = frozenset("工作 活 活儿 稿子 课 班 事 事情 东西 早上 晚上 周末 以前 原来 网上 平时".split())
 # "孔子学院的合同到期…", "诊所那边辞了": a place whose contract or work ended.
 _CONTRACT_ZH = re.compile(
     r"(?P<thing>[\u4e00-\u9fff A-Za-z]{2,12}?)的(?:合同|工作|租约)(?:一|已经|刚)?(?:到期|结束|没续)"
 )
 _KINDS = frozenset(
-    {
-        "job",
-        "work",
-        "class",
-        "classes",
-        "course",
-        "courses",
-        "lessons",
-        "lesson",
-        "team",
-        "side",
-        "club",
-        "place",
-        "thing",
-        "stuff",
-        "it",
-        "habit",
-        "diet",
-    }
+    "job work class classes course courses lesson lessons team side club place thing stuff it habit diet".split()
 )
 
 
