@@ -20,9 +20,13 @@ _THING_EN = (
     r"(?P<thing>(?:[\w'-]+)(?:\s+(?!(?:on|at|for|to|in|with|from|after|since|because|and|but|so|as)\b)[\w'-]+){0,3})"
 )
 # "Is done with tape-ball on Sundays", "Left the district hospital", "Sold their Honda CD 70", "swapped the Huawei for".
+# The verbs of an ending, for the thing after them ("Sold my Honda") and for the speaker's own ending.
+_ENDED_VERBS = (
+    r"done with|finished with|through with|quit|left|sold|gave up|given up|stopped|dropped|swapped|replaced|traded in|"
+    r"ditched|got rid of|retired from|resigned from"
+)
 _ENDED_EN = re.compile(
-    rf"\b(?:(?:is|am|are)\s+)?(?:done with|finished with|through with|no more|quit|left|sold|gave up|has given up|stopped|"
-    rf"dropped|swapped|replaced|traded in|traded|ditched|got rid of|retired from|resigned from|handed over|RIP|R\.I\.P\.?)\s+{_DET}{_THING_EN}",
+    rf"\b(?:(?:is|am|are|has)\s+)?(?:{_ENDED_VERBS}|no more|traded|handed over|RIP|R\.I\.P\.?)\s+{_DET}{_THING_EN}",
     re.I,
 )
 # "The dry needling certificate is off", "The Saturday rabies clinic is over".
@@ -87,9 +91,8 @@ def ended_things(fact: str) -> list[str]:
 # the Huawei for …", "I'm done with tape-ball"), or a thing of theirs that is off ("The dry needling certificate is
 # off"); in Chinese the thing first, then 我 ("早上的paratha我戒了") or whose contract ended ("…的合同到期我没续").
 _SPEAKER_ENDED_EN = re.compile(
-    r"^(?:no more\b|RIP\b|R\.I\.P\b|(?:I(?:'ve| have|'m| am)?\s+)?(?:(?:just|finally|recently|officially)\s+)?(?:done with|finished with|"
-    r"through with|quit|left|sold|gave up|given up|stopped|dropped|swapped|replaced|traded in|ditched|got rid of|retired from|"
-    r"resigned from)\b)",
+    rf"^(?:no more\b|RIP\b|R\.I\.P\b|(?:I(?:'ve| have|'m| am)?\s+)?(?:(?:just|finally|recently|officially)\s+)?"
+    rf"(?:{_ENDED_VERBS})\b)",
     re.I,
 )
 _SPEAKER_ENDED_ZH = re.compile(

@@ -31,7 +31,7 @@ from guardian_app.write.attribute_words import (
 )
 from guardian_app.write.ended_thing import ended_thing_lines
 from guardian_app.write.similarity import liked_in_both_languages, preference_attribute, style_attribute
-from guardian_app.write.takeback import says_all, takeback_lines
+from guardian_app.write.takeback import content_lines, says_all, takeback_lines
 from reflection_site import glossary, memory_files
 from reflection_site.text import chinese_name, content_words, fold
 
@@ -241,8 +241,7 @@ def superseded_lines(fact: str, content: str) -> list[str]:
     """The lines of ``content`` (exact text, bullet included) that ``fact`` makes stale: lines stating the same
     attribute with another value, or, for a negation ("no longer", "不再"), the same attribute and value."""
     taken_back = takeback_lines(fact, content)
-    lines = [line for line in (content or "").splitlines() if line.strip() and not memory_files.is_heading(line)]
-    taken_back += [line for line in ended_thing_lines(fact, lines) if line not in taken_back]
+    taken_back += [line for line in ended_thing_lines(fact, content_lines(content)) if line not in taken_back]
     stale = _keyed_stale_lines(fact, content)
     return stale + [line for line in taken_back if line not in stale]
 
@@ -252,7 +251,7 @@ def _keyed_stale_lines(fact: str, content: str) -> list[str]:
     if new is None:
         return negated_habit_lines(fact, content)
     stale: list[str] = []
-    lines = [line for line in (content or "").splitlines() if line.strip() and not memory_files.is_heading(line)]
+    lines = content_lines(content)
     if (name := chinese_name(fact, lines)) is not None:  # "思琪…": only 思琪's lines state 思琪's attributes.
         lines = [line for line in lines if line.lstrip("-* ").startswith(name)]
     keyed = [(line, attribute(line)) for line in lines]

@@ -85,7 +85,8 @@ _EMPLOYER_LINE = re.compile(
 )
 
 
-def _lines(content: str) -> list[str]:
+def content_lines(content: str) -> list[str]:
+    """The lines of a memory file that state something: not blank, not a heading."""
     return [line for line in (content or "").splitlines() if line.strip() and not memory_files.is_heading(line)]
 
 
@@ -481,7 +482,7 @@ def _closed_lines(fact: str, lines: list[str]) -> list[str]:
 def takeback_lines(fact: str, content: str) -> list[str]:
     """The lines of ``content`` that ``fact`` takes back (see the module docstring), in file order. A fact about a
     person named in Chinese is read against that person's lines only, each read as if it were the user's."""
-    lines = _lines(content)
+    lines = content_lines(content)
     if (name := chinese_name(fact, lines)) is not None:
         own = {line.replace(name, "用户", 1): line for line in lines if BULLET.sub("", line).strip().startswith(name)}
         said = BULLET.sub("", fact).strip().replace(name, "用户", 1)
