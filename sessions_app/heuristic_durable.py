@@ -29,10 +29,12 @@ import re
 from collections.abc import Callable
 
 from sessions_app.heuristic_ended import speaker_ended, with_what_it_was
+from sessions_app.heuristic_milestone import SPEAKER, milestone_whose
 from sessions_app.heuristic_reading import Finding, is_chinese, write_finding
 from sessions_app.heuristic_rules import CHANGE_REASON
 
 REASON = "A lasting statement about the speaker's life, read by its shape (no phrase rule knew its wording)."
+EVENT_REASON = "A life event that leaves something lasting, read by its kind (no phrase rule knew its wording)."
 CONFIDENCE = 0.5
 
 # --- English ----------------------------------------------------------------------------------------------------------
@@ -177,7 +179,18 @@ def durable_finding(sentences: list[str], fact_of: Callable[[str], str]) -> Find
     if ended := next((s for s in sentences if speaker_ended(s)), None):
         # "Left the district hospital …", "早上的paratha我戒了": a named thing of theirs ended, a change.
         return write_finding("UPDATE_USER", fact_of(ended), CHANGE_REASON, CONFIDENCE)
-    kept = [s for s in sentences if is_durable(s)][:2]
+    events = [(s, whose) for s in sentences if (whose := milestone_whose(s))]
+    if events:
+        # "Passed my driving test!", "My little brother got into medical school": a life event, the speaker's or
+        # someone's in their life; beside it, a lasting statement of the same person's.
+        whose = events[0][1]
+        kept = [s for s, w in events if w == whose] + (
+            [s for s in sentences if is_durable(s)] if whose == SPEAKER else []
+        )
+        decision, reason = ("UPDATE_USER" if whose == SPEAKER else "UPDATE_MEMORY"), EVENT_REASON
+    else:
+        kept, decision, reason = [s for s in sentences if is_durable(s)], "UPDATE_USER", REASON
+    kept = list(dict.fromkeys(kept))[:2]
     if not kept:
         return None
-    return write_finding("UPDATE_USER", " ".join(fact_of(s) for s in kept), REASON, CONFIDENCE)
+    return write_finding(decision, " ".join(fact_of(s) for s in kept), reason, CONFIDENCE)

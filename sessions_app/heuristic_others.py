@@ -86,9 +86,7 @@ _GIFT_EN = re.compile(
 # shrimp …" (MEMORY.md; the fact opens with the name, so the guardian keys it by them). A word that opens sentences
 # is not a name.
 _NAMED_FACT_EN = re.compile(
-    r"^(?!(?:The|This|That|These|Those|It|He|She|They|We|You|I|My|Our|Your|Their|His|Her|There|Here|Everyone|"
-    r"Everybody|Nobody|Someone|Somebody|Anyone|Each|Every|All|Both|Most|Some|One|Nothing|Everything|"
-    r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day|Today|Tomorrow|Tonight|Yesterday)\b)"
+    rf"^(?!(?:{rules.NOT_A_NAME_EN})\b)"
     # "浩然's mum is coming over …": someone of theirs.
     rf"(?P<name>(?:{_NAME}|[\u4e00-\u9fff]{{2,3}})(?:['\u2019]s (?:{rules.KIN_EN}))?)\s+(?!works? (?:for|with) (?:me|us|you)\b)"
     rf"(?P<rest>(?:{_CHANGES_EN}|is allergic to\b|is (?:a |an )?(?:{rules.DIETS})(?=\s*(?:[.,;!]|$))|"

@@ -1260,6 +1260,12 @@ NO_WRITE_REASONS = {
 # "The user's sister lives in London.", "用户的爸妈住在Vára": a fact about someone in the user's life, said by the user,
 # describes that person, so it goes to MEMORY.md; who they are to the user ("The user's boss is Noor.", "The user's
 # daughter's name is Clara.", "用户的女朋友叫美玲") describes the user and stays in USER.md.
+# Words that open a sentence and are not a name, though capitalised there.
+NOT_A_NAME_EN = (
+    r"The|This|That|These|Those|It|He|She|They|We|You|I|My|Our|Your|Their|His|Her|There|Here|Everyone|"
+    r"Everybody|Nobody|Someone|Somebody|Anyone|Each|Every|All|Both|Most|Some|One|Nothing|Everything|"
+    r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day|Today|Tomorrow|Tonight|Yesterday"
+)
 KIN_EN = (
     r"sister|brother|mom|mum|mam|mammy|mummy|mommy|mama|ma|mother|dad|da|pa|daddy|papa|father|parents|wife|husband|girlfriend|"
     r"boyfriend|partner|fianc[ée]e?|"
@@ -1267,7 +1273,8 @@ KIN_EN = (
     r"neighbou?r|roommate|flatmate|in-laws|mother-in-law|father-in-law"
 )
 KIN_FACT_EN = re.compile(
-    rf"^The user's (?:{KIN_EN})(?:\s+(?-i:[A-Z\u00c0-\u024f\u4e00-\u9fff])[\w\u4e00-\u9fff'-]*)?"
+    rf"^The user's (?:(?:little|younger|older|elder|big|baby|kid|twin|best|oldest|youngest|eldest|step|half)[\s-]+)?"
+    rf"(?:{KIN_EN})(?:\s+(?-i:[A-Z\u00c0-\u024f\u4e00-\u9fff])[\w\u4e00-\u9fff'-]*)?"
     # "The user's mother's still in Ilam": the kin's "'s" is "is" before where they are or what they still do.
     r"(?:'s(?=\s+(?:still|now|also|been|got|in|at|from|retired|moving|living|working|a|an)\b))?\s+"
     r"(?!is (?:called |named )?(?-i:[A-Z\u00c0-\u024f\u4e00-\u9fff])|name\b|'s name\b|is the user's\b)[a-z]",

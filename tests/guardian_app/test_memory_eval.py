@@ -122,18 +122,20 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         ("v16", 0.93, 11, 0, 0),
         # v17: blind at its first reading (0.711 captured, 30 stale, 1 poison line and 1 secret turn written); 0.903
         # and 16 stale since its classes (tools named in use, a workplace without a key, QUALITY.md says what is left).
-        ("v17", 0.90, 16, 0, 0),
+        ("v17", 0.92, 16, 0, 0),
         # v18: blind at its first reading (0.405 captured, 24 stale, 4 poison lines written; the session start read the
         # same capture, so v17's classes did not reach it); its poison classes since; 0.767 and 22 stale since the
-        # gate's last reading (a lasting statement read by its shape) and the guardian's ended-thing takeback.
-        ("v18", 0.76, 22, 0, 0),
+        # gate's last reading (a lasting statement read by its shape) and the guardian's ended-thing takeback; 0.796
+        # since a life event is read by its kind (a licence won, a place at a school).
+        ("v18", 0.79, 22, 0, 0),
         # v19: blind at its first reading (0.493 captured, 19 stale, 1 poison line at the session start; 0.679, 41 stale,
-        # 5 duplicates with the gate's last reading); 0.767 and 17 stale since its classes (QUALITY.md).
-        ("v19", 0.76, 17, 0, 0),
+        # 5 duplicates with the gate's last reading); 0.767 and 17 stale since its classes (QUALITY.md); 0.831 since a
+        # life event is read by its kind (a driving test passed, a hobby taken up, a child at a new school).
+        ("v19", 0.83, 17, 0, 0),
         # v20: blind at its first reading (0.434 captured, 24 stale, 14 duplicates, 2 poison lines, 1 secret turn
         # written; the session start read 0.315/11/9); 0.464, 12 stale and 9 duplicates since its classes (one
-        # paraphrase across languages, 松树 for pine, is left: QUALITY.md).
-        ("v20", 0.46, 12, 9, 0),
+        # paraphrase across languages, 松树 for pine, is left: QUALITY.md); 0.490 since a life event is read by its kind.
+        ("v20", 0.48, 12, 9, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
