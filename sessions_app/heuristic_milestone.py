@@ -52,6 +52,7 @@ _EVENT_EN = re.compile(
     r"(?:got|gotten)\s+into\s+(?!it\b|that\b|this\b|trouble\b)|"
     r"(?:got|been|was|were|is|are)\s+(?:accepted\s+(?:to|into|for|at|on|by)|admitted\s+(?:to|into))\b|"
     rf"(?:accepted|admitted|certified|hired|promoted|appointed|licensed)\s+{_ME}\b|"
+    rf"(?:taken|took|taking)\s+{_ME}\s+on\b|"
     r"(?:certified|qualified|registered|ordained|licensed)\s+as\b|"
     r"graduated\b|enrolled\s+(?:in|at|on)\b|signed\s+up\s+(?:for|with|to)\b|"
     r"(?:taken|took)\s+up\b|"
@@ -94,15 +95,15 @@ def _whose_en(sentence: str) -> str | None:
     match = _EVENT_EN.search(sentence)
     if match is None:
         return None
-    before = sentence[: match.start()]
-    if _YOU.search(before) or _NOT_HAPPENED_EN.search(before) or len(before.split()) > 7:
+    before, event = sentence[: match.start()], match.group(0)
+    done_to_me = re.search(rf"\b{_ME}\b", event, re.I)  # "Bagratuni Dental, a clinic in Agarak, has taken me on"
+    if _YOU.search(before) or _NOT_HAPPENED_EN.search(before) or (len(before.split()) > 7 and not done_to_me):
         return None
-    event = match.group(0)
     # The subject nearest the verb decides: "I think she graduated", "I know someone who got engaged" are not mine.
     nearest = re.split(r"\b(?:I|I've|I'm|we|we've|we're)\b", before, flags=re.I)[-1]
     if re.search(r"\b(?:he|she|they|someone|somebody|people|who|that)\b", nearest, re.I):
         return None
-    if _NO_SUBJECT_EN.match(before.strip()) or _FIRST_PERSON_EN.search(before) or re.search(rf"\b{_ME}\b", event, re.I):
+    if _NO_SUBJECT_EN.match(before.strip()) or _FIRST_PERSON_EN.search(before) or done_to_me:
         return SPEAKER
     if _KIN_OPENING.match(before) or _NAMED_OPENING.match(before):
         return OTHER
@@ -117,12 +118,12 @@ _EVENT_ZH = re.compile(
     r"调到[^，。；]{1,14}(?:了|当|做)|退休了|开了(?:一|个|家|间)[^，。；]{0,10}(?:店|馆|铺|诊所|工作室|公司|摊)|"
     r"生了(?:个|一个|一对)?(?:儿子|女儿|宝宝|孩子|二胎|老二|双胞胎)|怀孕了|结婚了|订婚了|离婚了|领证了|"
     r"领养了|收养了|养了(?:[一两二三四五六七八九十几\d]+)(?:只|条|匹|头)|买了(?:房|车|(?:一)?(?:套|辆|栋|块)[^，。；]{0,8})|"
-    r"搬(?:到|进|去)[^，。；]{1,14}了|加入了[^，。；]{1,14}(?:队|团|俱乐部|合唱团|乐队|协会|社)|确诊了|查出(?:了)?[^，。；]{1,8}(?:病|症)"
+    r"搬(?:到|进|去)(?:了[^，。；]{1,14}|[^，。；]{1,14}了)|加入了[^，。；]{1,14}(?:队|团|俱乐部|合唱团|乐队|协会|社)|确诊了|查出(?:了)?[^，。；]{1,8}(?:病|症)"
 )
 _NOT_HAPPENED_ZH = re.compile(r"没|不|别|想|打算|准备|要|希望|如果|要是|可能|也许|将|会|能|快|[？?]|你|您")
 # Before the event, only when it happened: "上个月", "去年底", "终于", "总算".
 _WHEN_ZH = re.compile(
-    r"(?:(?:上|下|这|那|去|今|前)?(?:个)?(?:月|年|周|星期|礼拜|阵子|段时间)(?:底|初|中|末)?)?(?:终于|总算|已经|也|刚刚|刚|又)?"
+    r"(?:(?:上|下|这|那|去|今|前)?(?:个)?(?:月|年|周|星期|礼拜|阵子|段时间)(?:底|初|中|末)?)?(?:正式|终于|总算|已经|也|刚刚|刚|又|就)*"
 )
 _KIN_ZH = r"(?:爸|妈|哥|姐|弟|妹|老公|老婆|丈夫|妻子|儿子|女儿|孩子|朋友|表|堂|外甥|侄)"
 # A place first is not a person: "楼下新开了一家奶茶店".

@@ -63,10 +63,11 @@ _LOSS = re.compile(
     re.I,
 )
 
-# A job that ended without naming the employer: "Retired last month.", "Quit their job.", "Resigned.", "Mei已经退休了，
-# 不去公司上班了。", "用户辞职了。" take back the lines of the same person that name where they work.
+# A job ended, no employer named ("Retired last month.", "Quit their job.", "Mei已经退休了，不去公司上班了。") takes back
+# the person's lines that name where they work; "retired" before a noun ("mostly retired schoolteachers") is not one.
 _JOB_ENDED = re.compile(
-    r"\b(?:retired|resigned|quit (?:(?:their|his|her|my|the) )?job|left (?:(?:their|his|her|my|the) )?job|(?:handed|turned) in (?:their|his|her|my|the) notice|"
+    r"\b(?:retired(?!\s+(?!(?:last|this|early|in|at|from|on|and|but|so|now|after|since|because|a|an|the|for|with|to|"
+    r"recently|officially|finally|yesterday|two|three|four|five|six|ten|years?|months?|weeks?)\b)[a-z]+\b)|resigned|quit (?:(?:their|his|her|my|the) )?job|left (?:(?:their|his|her|my|the) )?job|(?:handed|turned) in (?:their|his|her|my|the) notice|"
     r"(?:is|am) (?:now )?retired|no longer works?|(?:last|final) (?:day|week|shift|one) at|(?:doesn't|does not) work anymore|(?:got |was |been )?(?:laid off|let "
     r"go|made redundant|fired|sacked))\b(?!\s+(?:(?:from|at|for|with|by)\s+)?(?-i:[A-Z]))|"
     r"退休(?!老师|教师|工人|干部|人员|金|的)|辞职了|辞掉了?工作|离职了|已经辞了|递了辞呈|交了辞职信|不(?:再)?(?:去|在)(?:公司|单位)(?:上班|工作)|"

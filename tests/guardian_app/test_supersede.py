@@ -1234,3 +1234,15 @@ def test_a_long_chinese_thing_is_found_by_its_first_three_characters():
 
     lines = ["- 用户还有个副业：一家牙科器械厂的产品说明书，都是用户周末翻成俄文的。", "- 用户每周日去游泳。"]
     assert ended_thing_lines("说明书翻译的活停了。", lines) == [lines[0]]
+
+
+def test_retired_before_a_noun_and_a_studio_are_no_job_that_ended_or_workplace():
+    job = "- Is a pharmacist at the county hospital in Tralee."
+    # "retired" describing other people is not the user's job ending.
+    assert (
+        superseded_lines("The user plays bridge on Tuesdays with a table of retired nurses from the parish.", job) == []
+    )
+    assert superseded_lines("Retired last month.", job) == [job]
+    # 工作室 (a studio) is a place, not "work at": a hobby there does not replace the job.
+    assert superseded_lines("用户每个周六去朋友开的木工工作室做小板凳。", job) == []
+    assert attribute("用户去年搬进了城东的一套两居室。").key == "home"

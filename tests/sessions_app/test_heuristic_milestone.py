@@ -61,3 +61,8 @@ def test_the_gate_writes_the_speakers_event_about_them_and_someone_elses_to_memo
     assert "black belt" in own.candidate_fact
     assert (theirs.decision, theirs.reason) == ("UPDATE_MEMORY", EVENT_REASON)
     assert theirs.candidate_fact.startswith("Tomasz's daughter Ola started university in Gdańsk")
+
+
+def test_an_event_done_to_the_speaker_is_theirs_however_long_its_subject_and_a_chinese_move_without_a_subject() -> None:
+    assert milestone_whose("Last spring the regional orchestra in Tromsø, after two auditions, took me on.") == SPEAKER
+    assert milestone_whose("上个月正式搬进了学校后面的一套老公房。") == SPEAKER
