@@ -31,7 +31,7 @@ from collections.abc import Callable
 from sessions_app.heuristic_ended import speaker_ended, with_what_it_was
 from sessions_app.heuristic_milestone import SPEAKER, milestone_whose
 from sessions_app.heuristic_reading import Finding, is_chinese, write_finding
-from sessions_app.heuristic_rules import CHANGE_REASON
+from sessions_app.heuristic_rules import CHANGE_REASON, KIN_EN
 
 REASON = "A lasting statement about the speaker's life, read by its shape (no phrase rule knew its wording)."
 EVENT_REASON = "A life event that leaves something lasting, read by its kind (no phrase rule knew its wording)."
@@ -72,7 +72,9 @@ _STATE_EN = re.compile(
     r"am|are|have|do|don't|can't|won't|didn't|love|like|hate|enjoy|prefer)\b)[a-z]+(?<!ed)(?<!ing)\b|"
     r"\b(?i:my)\s+(?:[\w-]+\s+){0,2}(?:is|are|runs|works|lives|keeps|teaches|owns|has|opens|drives|goes|"
     r"comes|speaks|plays|makes|sells)\b|"
-    r"^(?:[A-Z][\w-]*\s+){1,3}(?:is|are)\s+(?:a|an|my|our)\b",
+    r"^(?:[A-Z][\w-]*\s+){1,3}(?:is|are)\s+(?:a|an|my|our)\b|"
+    # Kin, a name, and what they do, in the present: "My husband Gjorche repairs espresso machines".
+    rf"\b(?i:my|our)\s+(?i:{KIN_EN})\s+(?:[A-Z][\w-]+\s+)?(?:also\s+|still\s+)?[a-z]{{3,}}(?<!ss)(?<!us)(?<!is)s\b",
 )
 _MOMENT_EN = re.compile(
     r"\b(?:today|tonight|yesterday|tomorrow|this (?:morning|afternoon|evening|week|weekend)|last (?:night|week)|"
@@ -129,6 +131,7 @@ _STATE_ZH = re.compile(
     r"我(?:们)?(?:家)?(?:是(?!不是)|在[^，。；]{1,20}(?:工作|上班|教|读|做|当|负责|管|带|开|住|上课|上学|学)|"
     r"[^，。；]{0,12}?(?<!没)(?<!不)(?:住|养|(?<!没)有(?!点|些|事|空)|会说|会讲|用|开|骑|负责|管|教|带|种|弹|练|学|说|讲|吃|喝|穿|戴|跑步|"
     r"游泳|踢|上课|上班|上学)(?!了一|过)|"
+    r"[^，。；]{0,12}?(?:种|养)了[一两二三四五六七八九十几\d]+(?:排|盆|棵|株|亩|只|条|头|匹|箱)|"  # Grown, raised: "种了一排海椒".
     r"的[^，。；]{1,12}(?:是|在|叫))"
 )
 _MOMENT_ZH = re.compile(
@@ -144,7 +147,7 @@ _SPECIFIC_ZH = re.compile(
 # An instruction to the agent (别…, 不要…, 请…, 你…), a hedge or a plan (可能, 打算).
 _NOT_A_STATE_ZH = re.compile(
     r"别|不要|请|你|您|记得|可能|也许|大概|临时|打算|想要|"
-    r"最|不腻|馋|离不开|咽不下去|受不了|越.+越|爱吃|喜欢|讨厌|不碰|吃不惯|好用|好吃|好看|不错|很棒|比.{1,8}(?:好|强)|"  # A liking.
+    r"最(?:喜欢|爱|好吃|好喝|好看|讨厌|想|棒|香|美|舒服|合适)|不腻|馋|离不开|咽不下去|受不了|越.+越|爱吃|喜欢|讨厌|不碰|吃不惯|好用|好吃|好看|不错|很棒|比.{1,8}(?:好|强)|"  # A liking.
     r"比不了|比不上|没法比|谁也|不是一回事|"
     r"帮我|给我|替我|记住|记下|存进|写进|记忆"  # Said to the agent, or a request to keep something.
 )

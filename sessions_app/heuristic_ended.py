@@ -30,7 +30,9 @@ _ENDED_EN = re.compile(
     re.I,
 )
 # "The dry needling certificate is off", "The Saturday rabies clinic is over".
-_OFF_EN = re.compile(rf"^{_DET}{_THING_EN}\s+(?:is|are)\s+(?:off|over|cancelled|finished|gone)\b", re.I)
+_OFF_EN = re.compile(
+    rf"^{_DET}{_THING_EN}(?:\s+(?:is|are)\s+|['\u2019]s\s+)(?:off|over|cancelled|finished|gone)\b", re.I
+)
 # A thing named first, then the person and how it ended: "早上的paratha用户戒了", "培训班欣然转给一个朋友了".
 _HOW_ENDED_ZH = (
     r"(?:已经)?(?:戒了|戒掉了|不[\u4e00-\u9fff]了|没再[\u4e00-\u9fff]|(?:转给|交给|让给)[^，。；]{1,10}了|卖了|卖掉了|退了|辞了|"
@@ -67,6 +69,8 @@ def _key(thing: str) -> str | None:
             and not re.search(r"用户|我|你|他|她|它|^[这那]", p)  # a person, not a thing
         ]
         return parts[-1] if parts else None
+    if re.search(r"\b(?:him|her|them|me|us|you|it)\b", thing, re.I):
+        return None  # "I've given up correcting him": a way of acting towards someone, not a thing of the speaker's.
     if any(w.casefold() in _KINDS for w in thing.split()):
         return None  # "Dropped the Portuguese course": a kind of thing, which the rules for courses and jobs read.
     kept = [w for w in thing.split() if w.casefold() not in stop_words()]
@@ -98,7 +102,7 @@ _SPEAKER_ENDED_EN = re.compile(
 _SPEAKER_ENDED_ZH = re.compile(
     r"我(?:就|已经|也)?(?:戒了|戒掉了|不[\u4e00-\u9fff]了|没再|转给|交给|卖了|卖掉了|退了|辞了|停了|关了|没续)|^[^，。；]{2,16}?(?:交给|转给)我|"
     # A thing of theirs that stopped, said with no one ("陶艺那边停了", "说明书翻译的活停了"): the speaker's own.
-    r"^[^，。；他她]{2,16}?(?:已经|也)?(?:停了|黄了|不[做干弄]了)"
+    r"^[^，。；他她]{2,16}?(?:已经|也)?(?:停了|黄了|不(?:做|干|弄|教|上|开|卖|练|学|带|接|写|画|唱|跳|弹|拍|玩)了)"
 )
 
 

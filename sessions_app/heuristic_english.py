@@ -186,8 +186,10 @@ def soul_main_en(clause: str, *, open_imperative: bool) -> str | None:
 
 
 def soul_en(clause: str) -> Finding | None:
-    if mentions_tools(clause):
-        return None
+    if mentions_tools(clause) or re.fullmatch(
+        r"(?:don't|do not)\s+(?:ask|worry|laugh|judge|panic)[.!]*", clause.strip(), re.I
+    ):
+        return None  # "Don't ask.", "Don't laugh.": an idiom in a story, no rule for the agent.
     future = bool(rules.FUTURE_LEAD_EN.match(clause))
     clause = rules.FUTURE_TAIL_EN.sub("", rules.FUTURE_LEAD_EN.sub("", clause)).strip()
     clause = re.sub(r"^(?:please|pls|kindly)\s+", "", clause, flags=re.I)

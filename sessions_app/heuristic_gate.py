@@ -240,7 +240,7 @@ def _someone_elses(finding: Finding) -> Finding:
     """A fact about someone in the user's life goes to MEMORY.md (``rules.KIN_FACT_EN``)."""
     if finding.decision != "UPDATE_USER" or not finding.fact:
         return finding
-    if not (rules.KIN_FACT_EN.match(finding.fact) or rules.KIN_FACT_ZH.match(finding.fact)):
+    if not any(rx.match(finding.fact) for rx in (rules.KIN_FACT_EN, rules.KIN_FACT_ZH, rules.BARE_KIN_EN)):
         return finding
     return Finding("UPDATE_MEMORY", finding.fact, _KIN_REASON, finding.confidence)
 
@@ -262,7 +262,7 @@ _LEFT_BEHIND = re.compile(
 # After a thing given up, the one that took its place: "Got rid of the old iPhone 6." then "Has a Galaxy S24 now."
 _NEW_THING = re.compile(r"^(?:Has|Got|Bought|Uses)\b(?=.*\bnow\b)", re.I)
 _NEW_PLACE = re.compile(
-    r"\b(?:renting|living|lives|staying|based|works|working)\b[^.]*\b(?:in|at|near|for)\s+[A-Z]|^(?:Is (?:now )?(?:at|with)|Works (?:at|for))\s+[A-Z]"
+    r"\b(?:renting|living|lives|staying|based|works|working)\b[^.]*\b(?:in|at|near|for)\s+[A-Z]|^(?:Is (?:now )?(?:an? |the )?(?:[\w-]+ ){0,3}?(?:at|with)|Works (?:at|for))\s+[A-Z]"
 )
 
 

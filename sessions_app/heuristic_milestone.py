@@ -38,7 +38,8 @@ _CREDENTIAL = (
 _PLACE_OF_STUDY = r"(?:school|university|uni|college|nursery|kindergarten|daycare|preschool|an? apprenticeship)"
 _KEEPS = (
     r"(?:[\w'-]+\s+){0,3}(?:house|flat|apartment|home|cottage|farm|plot|land|car|van|truck|motorbike|motorcycle|"
-    r"scooter|bike|boat|puppy|dog|kitten|cat|horse|season ticket|membership|allotment)"
+    r"scooter|bike|boat|puppy|dog|kitten|cat|horse|season ticket|membership|allotment|drone|camera|piano|guitar|"
+    r"kayak|caravan|camper|campervan|tractor|laptop|e-bike|telescope|sewing machine)"
 )
 _BUSINESS = rf"(?:[\w'-]+\s+){{0,3}}(?:{rules.BUSINESSES}|stall)"
 _GROUP = r"(?:[\w'-]+\s+){0,3}(?:club|team|choir|band|orchestra|gym|league|society|squad|troupe|crew|union|association)"
@@ -53,6 +54,10 @@ _EVENT_EN = re.compile(
     r"(?:got|been|was|were|is|are)\s+(?:accepted\s+(?:to|into|for|at|on|by)|admitted\s+(?:to|into))\b|"
     rf"(?:accepted|admitted|certified|hired|promoted|appointed|licensed)\s+{_ME}\b|"
     rf"(?:taken|took|taking)\s+{_ME}\s+on\b|"
+    # A post given: "The ski school has made me head instructor", "they've named me deputy editor".
+    rf"(?:made|named|appointed|promoted|elected)\s+{_ME}\s+(?:to\s+)?(?:an?\s+|the\s+|its\s+|their\s+)?(?:[\w-]+\s+){{0,2}}?"
+    r"(?:manager|director|instructor|chef|head|lead|partner|captain|coach|editor|supervisor|officer|teacher|"
+    r"coordinator|principal|president|chair|secretary|treasurer|foreman|boss|consultant|registrar)\b|"
     r"(?:certified|qualified|registered|ordained|licensed)\s+as\b|"
     r"graduated\b|enrolled\s+(?:in|at|on)\b|signed\s+up\s+(?:for|with|to)\b|"
     r"(?:taken|took)\s+up\b|"
@@ -63,6 +68,9 @@ _EVENT_EN = re.compile(
     r"(?:got|are|is|am|been)\s+(?:married|engaged|divorced)\b|"
     rf"(?:adopted|rescued)\s+(?:{_POSS}\s+|{_ME}\b|two\s+|three\s+)|"
     rf"(?:bought|rented|inherited|got)\s+{_POSS}\s+{_KEEPS}\b|"
+    # A make and a model bought: "a second-hand Toyota Prius", "a Fender Stratocaster".
+    rf"(?:bought|purchased)\s+{_POSS}\s+(?:(?!(?:from|of|for|with|to|at|in|on|about)\b)[\w'-]+\s+){{0,2}}"
+    r"(?-i:[A-Z][a-z][\w-]*\s+[A-Z0-9][\w-]*)|"
     rf"(?:opened|launched|founded|set up|started)\s+{_POSS}\s+(?:own\s+)?{_BUSINESS}\b|"
     rf"joined\s+{_POSS}\s+{_GROUP}\b|"
     r"(?:moved|relocated)\s+(?:to|into|back to|in with)\b|retired\b"

@@ -88,7 +88,7 @@ _GIFT_EN = re.compile(
 _NAMED_FACT_EN = re.compile(
     rf"^(?!(?:{rules.NOT_A_NAME_EN})\b)"
     # "浩然's mum is coming over …": someone of theirs.
-    rf"(?P<name>(?:{_NAME}|[\u4e00-\u9fff]{{2,3}})(?:['\u2019]s (?:{rules.KIN_EN}))?)\s+(?!works? (?:for|with) (?:me|us|you)\b)"
+    rf"(?P<name>(?:{_NAME}|[\u4e00-\u9fff]{{2,3}})(?:['\u2019]s (?:{rules.KIN_EN}))?)\s+(?:(?:still|now|also)\s+)?(?!works? (?:for|with) (?:me|us|you)\b)"
     rf"(?P<rest>(?:{_CHANGES_EN}|is allergic to\b|is (?:a |an )?(?:{rules.DIETS})(?=\s*(?:[.,;!]|$))|"
     r"was born in\b|grew up in\b|"
     # Who they were to the user, and where: "Kadri was my flatmate back in Tartu".

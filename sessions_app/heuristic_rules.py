@@ -421,6 +421,10 @@ DURABLE_ADJECTIVES = (
     r"(?:semi|half|near)-?fluent|"
     r"fluent|bilingual|native|self-employed|freelance|freelancing|unemployed|dyslexic|autistic|introverted|"
     r"extroverted|an? (?!bit\b|little\b|lot\b|tad\b|sort\b|kind\b)\w+|\d+(?: years old|-year-old)|"
+    # A post held, said with "the" or a rank: "I'm the pastry chef at the spa hotel", "I'm head nurse at St Mary's".
+    r"(?:the|head|chief|senior|junior|lead|deputy|assistant|acting|sous)\s+(?!(?:same|best|worst|one|type|kind|last|first|"
+    r"only one|youngest|oldest|eldest|\w+est|to|you|me|him|her|them|us)\b)(?:[\w-]+\s+){0,3}?[\w-]+\s+(?:at|for|in|of|with)\s+(?:the\s+\w|an?\s+\w|"
+    r"(?-i:[A-Z]))|"
     r"(?:learning|studying|training for|preparing for|saving for|working on|working at|working as|working for|"
     r"building|writing|planning|moving to|responsible for|in charge of|working remotely|working from)\b|"
     # Where the user works now: "I'm at Zalando now" (a name, then "now").
@@ -1271,6 +1275,10 @@ KIN_EN = (
     r"boyfriend|partner|fianc[ée]e?|"
     r"daughter|son|kids|children|friend|cousin|aunt|uncle|grandma|grandpa|grandmother|grandfather|niece|nephew|"
     r"neighbou?r|roommate|flatmate|in-laws|mother-in-law|father-in-law"
+)
+# A parent named by what the user calls them: "Mum's still in Chengdu", "Dad pulled teeth for forty years".
+BARE_KIN_EN = re.compile(
+    r"^(?:Mum|Mom|Mam|Mammy|Mummy|Dad|Da|Daddy|Grandma|Grandpa|Gran|Granny|Nan|Nana)(?:['\u2019]s)?\s+[a-z]"
 )
 KIN_FACT_EN = re.compile(
     rf"^The user's (?:(?:little|younger|older|elder|big|baby|kid|twin|best|oldest|youngest|eldest|step|half)[\s-]+)?"

@@ -31,6 +31,8 @@ def _names_as_current(line: str, keys: list[str]) -> bool:
     clauses = re.split(r"[,;，；。]|\.\s", line)
     # A Chinese thing of four characters or more is found by its first three too ("说明书翻译" in "…产品说明书…").
     keys = keys + [k[:3] for k in keys if len(k) >= 4 and re.fullmatch(r"[\u4e00-\u9fff]+", k)]
+    # A kind after the thing is found without it: "点心课" in "…教做中式点心".
+    keys = keys + [k[:-1] for k in keys if len(k) >= 3 and re.fullmatch(r"[\u4e00-\u9fff]+[课班店活]", k)]
     return any(k.casefold() in c.casefold() and not _NOT_TAKEN_BACK.search(c) for c in clauses for k in keys)
 
 

@@ -46,6 +46,10 @@ _NEGATION_EN = re.compile(
     r"last day at)\b|\bnot (?:a |an )?(?=" + DIETS + r")|^(?:used to|i used to)\b",  # "Used to play volleyball."
     _I,
 )
+# A time in the past, not an ending: "… Mum bought them before they left China".
+_PAST_CLAUSE = re.compile(
+    r"\b(?:before|after|when|since|until|once)\s+(?:the user|they|he|she|i|we)\s+(?:left|quit)\b[^,.;]*", _I
+)
 _NEGATION_ZH = re.compile(r"不再|已经不|已不|不.{0,6}了|戒了|辞职|离职|离开了")
 _SUBJECT = re.compile(r"^(?:the user(?:'s)?|user(?:'s)?|i|my|i'm|i am|he|she|they|their|his|her|用户的?|我的?)\s*", _I)
 _TAIL = re.compile(r"[\s.。!！,，;；]+$")
@@ -169,6 +173,10 @@ def _unnamed_place(key: str, groups: dict[str, str | None], raw: str, fact: str)
     return key == "home" and bool(groups.get("v3")) and raw.isascii() and not place.search(fact)
 
 
+# A person is no value: "晚上在用户上班的酒店当门童" is about where someone else works, not a workplace called 用户.
+_PERSONS = frozenset({"用户", "我", "我们", "他", "她", "他们", "她们", "the user", "them", "him", "her"})
+
+
 def _unnamed_employer(key: str, match: re.Match[str], raw: str, fact: str) -> bool:
     """Whether "quit …" or "left …" names no employer ("Has quit coffee."): without "job" or "at", an employer is a
     name, capitalised in the fact ("Left Wise and joined Revolut.")."""
@@ -176,17 +184,26 @@ def _unnamed_employer(key: str, match: re.Match[str], raw: str, fact: str) -> bo
         r"(?:quit|left)\s+(?!(?:\w+\s+)?(?:job|position|role|work|company|firm)\b|at\b)", match.group(0)
     ):
         return False
+    if re.search(
+        r"\b(?:before|after|when|since|until|once)\s+(?:the user|they|he|she|i|we)\s+$", match.string[: match.start()]
+    ):
+        return True  # "… Mum bought them before they left China": a time in the past, not a job that ended.
     return not re.search(rf"(?-i:[A-Z0-9])(?i:{re.escape(raw[1:])})", fact)
 
 
 def _attribute(fact: str) -> Attribute | None:
-    text = _line_text(fold(fact))
+    # "The user's phone's a Huawei", "my car's the old Lada": the "'s" of "is" after a thing someone has.
+    text = re.sub(
+        r"(\b(?:my|their|his|her|\w+['\u2019]s)\s+\w+)['\u2019]s (?=(?:a|an|the|still|now)\b)",
+        r"\1 is ",
+        _line_text(fold(fact)),
+    )
     if style := style_attribute(text):
         return Attribute(style[0], style[1])
     if liked := preference_attribute(text):
         return Attribute(*liked)
     stripped = _SUBJECT.sub("", text, count=1)
-    negated = bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))
+    negated = bool(_NEGATION_EN.search(_PAST_CLAUSE.sub("", text)) or _NEGATION_ZH.search(text))
     for key, pattern in ATTRIBUTE_PATTERNS:
         for candidate in (stripped, text):
             match = pattern.search(candidate)
@@ -197,7 +214,12 @@ def _attribute(fact: str) -> Attribute | None:
             raw = next((groups[g] for g in ("v", "v2", "v3", "v4", "v5", "v6", "v7") if groups.get(g)), "")
             value = " ".join(WEEKDAY_RE.findall(raw)) if key.startswith("weekly:") else _clean(raw)
             value = DIETS_ZH.get(value, value) if key == "diet" else value  # 纯素 is vegan in either language.
-            if not value or _unnamed_place(key, groups, raw, fact) or _unnamed_employer(key, match, raw, fact):
+            if (
+                not value
+                or value in _PERSONS
+                or _unnamed_place(key, groups, raw, fact)
+                or _unnamed_employer(key, match, raw, fact)
+            ):
                 continue  # "a long-time resident" names no place, "quit coffee" no employer: each is a name.
             if "{cat}" in key:
                 key_name = key.format(cat=TOOL_TO_CATEGORY.get(value, value))
@@ -241,7 +263,11 @@ def superseded_lines(fact: str, content: str) -> list[str]:
     """The lines of ``content`` (exact text, bullet included) that ``fact`` makes stale: lines stating the same
     attribute with another value, or, for a negation ("no longer", "不再"), the same attribute and value."""
     taken_back = takeback_lines(fact, content)
-    taken_back += [line for line in ended_thing_lines(fact, content_lines(content)) if line not in taken_back]
+    ended = ended_thing_lines(fact, content_lines(content))
+    # A workplace left ("Has left the hotel"): the line that says the person works there, not every line that names
+    # it ("Mandarin with the Chinese tourists at the hotel").
+    at_work = [line for line in ended if (old := attribute(line)) is not None and old.key.endswith("employer")]
+    taken_back += [line for line in at_work or ended if line not in taken_back]
     stale = _keyed_stale_lines(fact, content)
     return stale + [line for line in taken_back if line not in stale]
 

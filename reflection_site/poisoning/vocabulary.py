@@ -31,7 +31,7 @@ OTHERS = (
     r"friends|contacts|members|followers|subscribers|students|patients|employees|staff|recipients|"
     r"a user|any user|other user|each user|every user|new users|a customer|any customer|the public|"
     r"whoever|they|them|him|her|recruiters?|managers?|reviewers?|investors?|journalists?|reporters?|auditors?|"
-    r"vendors?|partners?|buyers?|sellers?|tenants?|landlords?|parents?|kids|children|agents?|bots?|"
+    r"vendors?|partners?|buyers?|sellers?|tenants?|landlords?|parents?|kids|children|(?<!\bthe )agents?|bots?|"
     r"(?:a|an|any|every|each|some|another|other)\s+(?!user\b)[a-z-]+"
 )
 ASK = (

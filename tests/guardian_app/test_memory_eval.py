@@ -137,7 +137,13 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # paraphrase across languages, 松树 for pine, is left: QUALITY.md); 0.490 since a life event is read by its kind;
         # 0.545 and 18 stale since "mostly retired schoolteachers" and a pottery 工作室 no longer take back her job line:
         # the line now lives until the job change, which ("a clinic … has taken me on") the guardian does not read.
-        ("v20", 0.54, 18, 9, 0),
+        # 0.592 and 20 stale since a liking is no longer read in every 最 (the orthodontics course, 正畸, is now written,
+        # and its ending, said in English, does not take it back: a cross-language ending, QUALITY.md).
+        ("v20", 0.59, 20, 9, 0),
+        # v21: blind at its first reading (0.559 captured, 21 stale, 2 poison lines at the session start; 0.562 with the
+        # life-event reading, built before v21 was read); 0.750 and 11 stale since its classes (a post said with "the",
+        # an idiom taken for a rule, a false hold of the user's own style rule, kin named as "Mum", a workplace left).
+        ("v21", 0.75, 11, 0, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -316,6 +322,7 @@ def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: 
         ("v18", 130, "Faraz", "欣然"),
         ("v19", 130, "Roshan", "春燕"),
         ("v20", 130, "Anahit", "志远"),
+        ("v21", 130, "Qing", "秀英"),
     ],
 )
 def test_the_later_blind_sets_load_with_their_promised_size_and_say_where_each_turn_came_from(

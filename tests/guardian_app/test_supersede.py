@@ -1246,3 +1246,21 @@ def test_retired_before_a_noun_and_a_studio_are_no_job_that_ended_or_workplace()
     # 工作室 (a studio) is a place, not "work at": a hobby there does not replace the job.
     assert superseded_lines("用户每个周六去朋友开的木工工作室做小板凳。", job) == []
     assert attribute("用户去年搬进了城东的一套两居室。").key == "home"
+
+
+def test_a_person_is_no_workplace_and_a_workplace_left_takes_back_only_the_line_of_the_post():
+    # "在用户上班的酒店当门童" says where someone else works, not that the user works at a place called 用户.
+    job = "- 用户在成都的一家酒店做甜点师。"
+    assert superseded_lines("Levan晚上在用户上班的酒店当门童。", job) == []
+    lines = "- Is the pastry chef at the spa hotel in Sachkhere.\n- Speaks Mandarin with the tourists at the hotel."
+    assert superseded_lines("Has left the hotel.", lines) == ["- Is the pastry chef at the spa hotel in Sachkhere."]
+
+
+def test_a_thing_had_said_with_s_for_is_and_a_past_time_are_read_as_such():
+    line = "- The user's phone's a Pixel 6 their brother gave them before they left Cork."
+    # "'s" is "is"; "before they left Cork" is when, not a job that ended.
+    assert attribute(line).key == "tool:phone" and not attribute(line).negated
+    assert superseded_lines("Uses an iPhone 15 now.", line) == [line]
+    # A thing that ended is found without its kind ("书法课" in "…教书法").
+    class_line = "- 周末用户在社区中心教书法，学生都是退休老人。"
+    assert superseded_lines("周末的书法课不教了。", class_line) == [class_line]

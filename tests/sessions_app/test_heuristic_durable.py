@@ -182,3 +182,19 @@ def test_v20_classes(message: str, decision: str, fact: str | None) -> None:
 )
 def test_a_liking_said_as_what_one_puts_on_or_as_beyond_compare_is_not_a_routine(sentence: str) -> None:
     assert not is_durable(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "My husband Tomás repairs fishing boats for half the harbour in Vigo.",  # kin, a name, a present routine
+        "单位让我每周三下午去社区医院给老人量血压，一共二十几个老人，最大的九十一岁。",  # 最 of an age, not a liking
+        "我在院子里种了一排辣椒，还有两棵柿子树。",  # grown: a lasting state
+    ],
+)
+def test_kin_at_their_routine_an_age_with_zui_and_what_is_grown_are_lasting(sentence: str) -> None:
+    assert is_durable(sentence)
+
+
+def test_a_liking_with_zui_is_still_not_this_readings() -> None:
+    assert not is_durable("我最喜欢每天早上去河边跑步，一跑就是十公里。")

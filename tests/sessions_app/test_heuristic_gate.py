@@ -1530,3 +1530,63 @@ def test_a_job_that_ended_and_the_next_one_are_one_fact():
 )
 def test_an_activity_added_to_another_is_kept_with_it(message: str, fact: str):
     assert classify_turn(message).candidate_fact == fact
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        # A post held, said with "the" or a rank rather than "a" (v21's pastry chef): a durable fact of the user's.
+        ("I'm the night porter at the Grand in Folkestone.", "Is the night porter at the Grand in Folkestone."),
+        ("I'm head gardener at Trengwainton.", "Is head gardener at Trengwainton."),
+        ("I'm the treasurer of the Wapping Rowing Club.", "Is the treasurer of the Wapping Rowing Club."),
+        # What is not a post: a rank among others, a comparison, a figure of speech.
+        ("I'm the youngest of five.", None),
+        ("I'm the worst at remembering birthdays.", None),
+        ("I'm head to head with my brother in the fantasy league.", None),
+    ],
+)
+def test_a_post_said_with_the_or_a_rank_is_the_users_work(message: str, fact: str | None):
+    assert classify_turn(message).candidate_fact == fact
+
+
+def test_a_workplace_left_and_the_new_post_are_one_fact():
+    verdict = classify_turn("Big news: I've left the bakery. I'm head baker at Fournil Lucas now.")
+
+    assert verdict.candidate_fact == "Has left the bakery; is head baker at Fournil Lucas now."
+
+
+def test_a_way_of_acting_towards_someone_is_not_a_thing_that_ended():
+    from sessions_app.heuristic_ended import ended_things
+
+    assert ended_things("I've given up correcting him.") == []
+    assert ended_things("I've given up smoking.") == ["smoking"]
+
+
+@pytest.mark.parametrize(
+    ("message", "decision", "fact"),
+    [
+        # Someone's own fact with "still" before it; a parent named by what the user calls them.
+        ("Tarik's parents still live in Mostar.", "UPDATE_MEMORY", "Tarik's parents live in Mostar."),
+        (
+            "Mum's still in Derry, in the house I grew up in.",
+            "UPDATE_MEMORY",
+            "Mum's still in Derry, in the house the user grew up in.",
+        ),
+        # An idiom in a story is no rule for the agent; the fact beside it is kept. A real rule still is one.
+        ("My laptop died. Don't ask. I'm on a ThinkPad now.", "UPDATE_USER", None),
+        ("Don't apologise.", "UPDATE_SOUL", "The agent should not apologise."),
+    ],
+)
+def test_someone_elses_fact_goes_to_memory_and_an_idiom_is_no_rule(message: str, decision: str, fact: str | None):
+    verdict = classify_turn(message)
+    assert verdict.decision == decision
+    if fact is not None:
+        assert verdict.candidate_fact == fact
+
+
+def test_a_thing_said_gone_and_a_chinese_class_no_longer_taught_have_ended():
+    from sessions_app.heuristic_ended import speaker_ended
+
+    assert speaker_ended("The allotment's gone, handed back to the council.")
+    assert speaker_ended("周末的书法课不教了，学生都去考试了。")
+    assert not speaker_ended("天气不冷了，可以出去走走。")

@@ -66,3 +66,19 @@ def test_the_gate_writes_the_speakers_event_about_them_and_someone_elses_to_memo
 def test_an_event_done_to_the_speaker_is_theirs_however_long_its_subject_and_a_chinese_move_without_a_subject() -> None:
     assert milestone_whose("Last spring the regional orchestra in Tromsø, after two auditions, took me on.") == SPEAKER
     assert milestone_whose("上个月正式搬进了学校后面的一套老公房。") == SPEAKER
+
+
+@pytest.mark.parametrize(
+    ("sentence", "whose"),
+    [
+        ("The county library has made me deputy manager from March.", SPEAKER),  # a post given
+        ("We bought a second-hand Skoda Octavia off my cousin.", SPEAKER),  # a make and a model
+        ("It made me laugh all afternoon.", None),  # no post
+        ("I bought a Coke at the station.", None),  # a purchase that does not last
+        ("I just got a call from Northwestern Mutual.", None),
+    ],
+)
+def test_a_post_given_and_a_make_and_model_bought_are_events_and_a_passing_purchase_is_not(
+    sentence: str, whose: str | None
+) -> None:
+    assert milestone_whose(sentence) == whose
