@@ -97,6 +97,7 @@ from sessions_app.heuristic_chinese import identity_zh, soul_zh, tools_zh, user_
 from sessions_app.heuristic_companion import Theirs, about_them, named_in, where_i_grew_up, without_theirs
 from sessions_app.heuristic_durable import durable_finding
 from sessions_app.heuristic_english import identity_en, people_en, soul_en, tools_en, user_en
+from sessions_app.heuristic_joined import with_name, with_replacement
 from sessions_app.heuristic_others import LOSS_REASON, loss, others_en, others_zh, resolve_pronoun, said_of_them
 from sessions_app.heuristic_person import expand
 from sessions_app.heuristic_reading import Finding, is_chinese, normalise, read_sentence, split_sentences, write_finding
@@ -394,6 +395,9 @@ def _classify_message(
         # fish again. I'm no longer vegetarian." is about the diet that ended, not the visit that came first.
         # A fact about someone in the user's life yields to one about the user in the same turn.
         best = _with_also(_with_loss(min(writes, key=lambda f: (_precedence(f), _change_rank(f))), writes), writes)
+        if best.fact:  # A name given, or what took a given-up thing's place, said beside the fact (heuristic_joined).
+            joined = with_name(with_replacement(best.fact, statements, fact_from_statement), message)
+            best = Finding(best.decision, joined, best.reason, best.confidence)
         confidence = best.confidence
         if len({f.decision for f in writes}) > 1:
             # Several kinds of fact in one turn: only one is kept, so the choice is less certain.

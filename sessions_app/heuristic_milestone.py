@@ -39,7 +39,7 @@ _PLACE_OF_STUDY = r"(?:school|university|uni|college|nursery|kindergarten|daycar
 _KEEPS = (
     r"(?:[\w'-]+\s+){0,3}(?:house|flat|apartment|home|cottage|farm|plot|land|car|van|truck|motorbike|motorcycle|"
     r"scooter|bike|boat|puppy|dog|kitten|cat|horse|season ticket|membership|allotment|drone|camera|piano|guitar|"
-    r"kayak|caravan|camper|campervan|tractor|laptop|e-bike|telescope|sewing machine)"
+    rf"kayak|caravan|camper|campervan|tractor|laptop|e-bike|telescope|sewing machine|pup|{rules.PETS})"
 )
 _BUSINESS = rf"(?:[\w'-]+\s+){{0,3}}(?:{rules.BUSINESSES}|stall)"
 _GROUP = r"(?:[\w'-]+\s+){0,3}(?:club|team|choir|band|orchestra|gym|league|society|squad|troupe|crew|union|association)"

@@ -1,0 +1,46 @@
+"""What a turn says beside the fact the offline gate keeps (issue 21): the name a child or an animal was given, and
+what took the place of a thing given up, are joined to the fact instead of lost. Rows are written here."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app.heuristic_gate import classify_turn
+from sessions_app.heuristic_joined import with_name, with_replacement
+from sessions_app.heuristic_remember import fact_from_statement
+
+
+@pytest.mark.parametrize(
+    ("message", "name"),
+    [
+        ("We got a collie pup on Saturday, we've called him Skipper.", "Skipper"),
+        ("My brother Idris had his second baby, a girl. They've named her Seren.", "Seren"),
+        ("Our neighbour had twins last month, Ada and Rhys.", "Ada and Rhys"),
+        ("我们领养了一只小猫，取名豆包。", "豆包"),
+    ],
+)
+def test_the_name_given_after_a_child_or_an_animal_is_kept(message: str, name: str) -> None:
+    assert name in classify_turn(message).candidate_fact
+
+
+def test_a_name_is_joined_only_to_a_child_or_an_animal_and_only_once() -> None:
+    assert with_name("Lives on Baker Street.", "I live on Baker Street, called the best street in town.") == (
+        "Lives on Baker Street."
+    )
+    fact = "The user's daughter started at a school called Oakfield."
+    assert with_name(fact, "My daughter started at a school called Oakfield.") == fact
+
+
+def test_what_took_the_place_of_a_thing_given_up_is_joined_to_it() -> None:
+    verdict = classify_turn(
+        "Sold the old Corsa to my nephew. The hills here are brutal, so we've bought a used Dacia Duster."
+    )
+
+    assert "Corsa" in verdict.candidate_fact and "Dacia Duster" in verdict.candidate_fact
+    # Nothing given up: nothing joined; nothing got in its place: nothing joined.
+    assert with_replacement("Lives in Leeds.", ["We've bought a used Dacia Duster."], fact_from_statement) == (
+        "Lives in Leeds."
+    )
+    assert with_replacement("Sold the old Corsa.", ["The hills here are brutal."], fact_from_statement) == (
+        "Sold the old Corsa."
+    )
