@@ -35,18 +35,22 @@ _OFF_EN = re.compile(
 )
 # A thing named first, then the person and how it ended: "早上的paratha用户戒了", "培训班欣然转给一个朋友了".
 _HOW_ENDED_ZH = (
-    r"(?:已经)?(?:戒了|戒掉了|不[\u4e00-\u9fff]了|没再[\u4e00-\u9fff]|(?:转给|交给|让给)[^，。；]{1,10}了|卖了|卖掉了|退了|辞了|"
+    r"(?:已经)?(?:戒了|戒掉了|不(?:去|再)?[\u4e00-\u9fff]了|没再[\u4e00-\u9fff]|(?:转给|交给|让给)[^，。；]{1,10}了|卖了|卖掉了|退了|辞了|"
     r"停了|关了|没续)"
 )
 _ENDED_ZH = tuple(
     re.compile(rf"^(?P<thing>[^，。；,;]{{2,16}}?){who}{_HOW_ENDED_ZH}")
     # The user or a pronoun first, else a name, else no one ("网店交给我表妹管了").
-    for who in ("(?:用户|我|他|她)", "[\u4e00-\u9fff]{2,3}?", "")
+    for who in ("(?:用户|我|他|她)", "(?:(?![的那这])[\u4e00-\u9fff]){2,3}?", "")
+)
+# The verb first: "我辞了音乐学校的工作", "婉清卖了那辆车".
+_VERB_FIRST_ZH = re.compile(
+    r"^(?:用户|我|他|她|[\u4e00-\u9fff]{2,3}?)(?:已经|也)?(?:辞了|辞掉了|卖了|卖掉了|退了|关了|停了|戒了|戒掉了)(?P<thing>[^，。；]{2,16})"
 )
 # Of a topic said with 的 or 那边 ("茶叶电商那边的稿子", "早上的paratha", "旅行社的工作"), the thing is its last part that is
 # not a kind or a time.
-_ZH_PARTS = re.compile(r"的|那边|这边|那儿|这儿")
-_ZH_KINDS = frozenset("工作 活 活儿 稿子 课 班 事 事情 东西 早上 晚上 周末 以前 原来 网上 平时".split())
+_ZH_PARTS = re.compile(r"的|那边|这边|那儿|这儿|[那这](?:家|个|所|台|辆)")
+_ZH_KINDS = frozenset("工作 活 活儿 稿子 单子 订单 课 班 事 事情 东西 早上 晚上 周末 以前 原来 网上 平时".split())
 # "孔子学院的合同到期…", "诊所那边辞了": a place whose contract or work ended.
 _CONTRACT_ZH = re.compile(
     r"(?P<thing>[\u4e00-\u9fff A-Za-z]{2,12}?)的(?:合同|工作|租约)(?:一|已经|刚)?(?:到期|结束|没续)"
@@ -87,6 +91,7 @@ def ended_things(fact: str) -> list[str]:
     zh = [m for pattern in _ENDED_ZH if (m := pattern.search(fact))]
     found += [m.group("thing") for m in (zh[:1] if zh and zh[0].re is _ENDED_ZH[0] else zh)]
     found += [m.group("thing") for m in [_CONTRACT_ZH.search(fact)] if m]
+    found += [m.group("thing") for m in [_VERB_FIRST_ZH.search(fact)] if m]
     keys = [_key(thing) for thing in found]
     return list(dict.fromkeys(k for k in keys if k))
 
@@ -102,7 +107,7 @@ _SPEAKER_ENDED_EN = re.compile(
 _SPEAKER_ENDED_ZH = re.compile(
     r"我(?:就|已经|也)?(?:戒了|戒掉了|不[\u4e00-\u9fff]了|没再|转给|交给|卖了|卖掉了|退了|辞了|停了|关了|没续)|^[^，。；]{2,16}?(?:交给|转给)我|"
     # A thing of theirs that stopped, said with no one ("陶艺那边停了", "说明书翻译的活停了"): the speaker's own.
-    r"^[^，。；他她]{2,16}?(?:已经|也)?(?:停了|黄了|不(?:做|干|弄|教|上|开|卖|练|学|带|接|写|画|唱|跳|弹|拍|玩)了)"
+    r"^[^，。；他她]{2,16}?(?:已经|也)?(?:停了|黄了|不(?:做|干|弄|教|上|开|卖|练|学|带|接|写|画|唱|跳|弹|拍|玩|修|打|采|跑|拉|抽|去[\u4e00-\u9fff])了)"
 )
 
 

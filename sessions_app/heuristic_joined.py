@@ -35,6 +35,11 @@ _BORN_OR_KEPT = re.compile(
 # Where a clause starts inside a sentence: "It snows far too much up here, so we've bought …".
 _CLAUSES = re.compile(r"[,;:]\s*(?:(?:and\s+)?so|and|but)?\s*")
 _GOT = re.compile(r"\b(?:bought|got|purchased|adopted|rescued|leased)\b|买了|换了", re.I)
+# What stands in its place now: "It's rooibos now", "so it's a second-hand Volkswagen Caddy now", "What's parked
+# outside now is a used Toyota RAV4".
+_NOW_IT_IS = re.compile(
+    r"^(?:it['\u2019]s|it is|now it['\u2019]s)\s+.{2,60}?\bnow\b|^what['\u2019]s\s.{0,30}\bnow\s+is\s", re.I
+)
 
 
 def with_name(fact: str, message: str) -> str:
@@ -54,14 +59,15 @@ def with_replacement(fact: str, statements: Sequence[str], fact_of: Callable[[st
     """``fact`` that says a thing of the speaker's ended, with what they got in its place in ``statements``."""
     if not ended_things(fact):
         return fact
-    for statement in statements:
-        for clause in _CLAUSES.split(statement):
-            if not _GOT.search(clause) or milestone_whose(clause) != SPEAKER:
-                continue
-            # "We've bought …": the household's, written as the user's.
-            new = fact_of(re.sub(r"^we(?='ve|\u2019ve| have|\s)", "I", clause.strip(), flags=re.I))
-            if new.rstrip(".。") in fact:
-                return fact
-            joiner = "；" if is_chinese(fact) else "; "
-            return f"{fact.rstrip('.。')}{joiner}{new[:1].lower()}{new[1:]}"
-    return fact
+    clauses = [clause.strip() for statement in statements for clause in _CLAUSES.split(statement)]
+    # What they got first ("we've bought a Suzuki Jimny"), else what stands there now ("it's rooibos now").
+    got = [c for c in clauses if _GOT.search(c) and milestone_whose(c) == SPEAKER]
+    new_one = next(iter(got or [c for c in clauses if _NOW_IT_IS.match(c)]), None)
+    if new_one is None:
+        return fact
+    # "We've bought …": the household's, written as the user's.
+    new = fact_of(re.sub(r"^we(?='ve|\u2019ve| have|\s)", "I", new_one, flags=re.I))
+    if new.rstrip(".。") in fact:
+        return fact
+    joiner = "；" if is_chinese(fact) else "; "
+    return f"{fact.rstrip('.。')}{joiner}{new[:1].lower()}{new[1:]}"

@@ -169,4 +169,14 @@ def name_the_person(fact: str, name: str) -> str:
         return f"{name}'s {rest}" if match.group("poss") else f"{name} {rest}"
     if is_cjk(text):
         return f"{name}{text}"
+    if _OWN_SUBJECT.match(text):
+        # The fact has a subject of its own ("The wine academy has certified …", "Fortnite's gone"): what they said.
+        opener = text.split()[0]
+        keep = opener not in _SENTENCE_OPENERS
+        return f"{name} says {text if keep else text[:1].lower() + text[1:]}"
     return f"{name} {text[:1].lower()}{text[1:]}"
+
+
+_SENTENCE_OPENERS = frozenset("The A An This That These Those It Its There".split())
+# A subject of its own: an article or a demonstrative, or a name with "'s" ("Fortnite's gone").
+_OWN_SUBJECT = re.compile(r"^(?:(?:The|A|An|This|That|These|Those|It|Its|There)\s|[A-Z][\w-]*['\u2019](?:s|re)\s)")

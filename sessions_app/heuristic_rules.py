@@ -518,7 +518,10 @@ CHANGE_EN = re.compile(
 # "I changed my mind", "I started it": about this conversation, not a change in the user's life.
 CHANGE_NOT_EN = re.compile(
     r"^I\s+(?:\w+\s+)?(?:changed|switched|started|stopped|gave up|left|dropped|quit)\s+(?:my mind|it|this|that|them|the (?:topic|subject)|"
-    r"talking|asking|reading|typing|here|there)\b",
+    r"talking|asking|reading|typing|here|there)\b|"
+    # An attempt or an attitude given up, not a habit: "I've stopped trying to clean it", "I gave up correcting him".
+    r"^I\s+(?:\w+\s+)?(?:stopped|gave up|given up|quit)\s+(?:trying|bothering|worrying|caring|correcting|arguing|asking|"
+    r"pretending|apologi[sz]ing|explaining|fighting)\b",
     re.I,
 )
 # Two days or more named: "mon wed fri", "tue/thu", "Monday and Thursday".

@@ -180,6 +180,9 @@ _PERSONS = frozenset({"用户", "我", "我们", "他", "她", "他们", "她们
 def _unnamed_employer(key: str, match: re.Match[str], raw: str, fact: str) -> bool:
     """Whether "quit …" or "left …" names no employer ("Has quit coffee."): without "job" or "at", an employer is a
     name, capitalised in the fact ("Left Wise and joined Revolut.")."""
+    if key == "employer" and re.match(r"(?:is |am )?(?:doing|does)\s", match.group(0)):
+        # "Does payroll at Lehtmets-Laane" names an employer; "does kickboxing at a gym" a place of a pastime.
+        return not re.search(rf"(?-i:[A-Z0-9])(?i:{re.escape(raw[1:])})", fact)
     if key != "employer" or not re.match(
         r"(?:quit|left)\s+(?!(?:\w+\s+)?(?:job|position|role|work|company|firm)\b|at\b)", match.group(0)
     ):

@@ -69,6 +69,12 @@ CLASSES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
                 r"\b(?:instructions?|prompts?|rules|guidelines|directives|directions|policies|policy|constraints|"
                 r"restrictions|programming|guardrails|training|context|commands|orders|system message|messages above)\b"
             ),
+            # A goal said to be replaced: "Your primary objective has been updated: …".
+            rx(
+                r"\b(?:your|its|the agent'?s?|the assistant'?s?)\s+(?:primary|main|core|real|true|new|only|overriding)?\s*"
+                r"(?:objective|goal|purpose|mission|directive|task|priority)\s+(?:has\s+been|have\s+been|is\s+now|was)\s+"
+                r"(?:updated|changed|replaced|redefined|overridden|reassigned|revised)\b"
+            ),
             rx(
                 r"\b(?:ignore|disregard|forget)\s+(?:everything|anything|all|what)\b[^.\n]{0,30}\b(?:above|before|"
                 r"previously|earlier|told|said|you were told|you know)\b|\bignore (?:the|all) (?:above|previous|rest)\b|"
@@ -218,12 +224,14 @@ CLASSES: tuple[tuple[str, str, tuple[re.Pattern[str], ...]], ...] = (
                 r"secrets|passport|ssn|bank details|card details|calendar|inbox)\b"
             ),
             rx(
-                r"\b(?:include|append|add|insert|embed|put|attach|end|start|begin|prefix|suffix|sign|close|finish|tag)"
+                r"\b(?:include|append|add|insert|embed|put|attach|end|start|begin|prefix|prepend|preface|suffix|sign|close|finish|tag)"
                 r"(?:s|ed|ing)?\b[^.\n]{0,60}\b(?:every|each|all|any|your|the end of|future|later)\b[^.\n]{0,20}\b(?:reply|replies|"
                 r"response|responses|answer|answers|summary|summaries|message|messages|output|outputs|review|reviews|"
                 r"email|emails|post|posts|report|reports|result|results)\b(?=[^\n]*(?:\b(?:token|code|link|url|"
                 r"id|canary|tracking|pixel|image|reference|ad|ads|advert|promo|coupon|referral|affiliate|sponsor|"
-                r"sponsored|watermark|string|phrase|hash|key)\b|" + TARGET + r"|\{[a-z_]+\}))"
+                r"sponsored|watermark|string|phrase|hash|key)\b|"
+                + TARGET
+                + r"|\{[a-z_]+\}|['\"\u2018\u201c](?-i:[A-Z][A-Z0-9 _:!-]{3,30})['\"\u2019\u201d]))"
             ),
             rx(
                 r"\b(?:include|append|add|insert|embed|output|print|repeat|say|mention)\b[^.\n]{0,40}\b(?:the )?"

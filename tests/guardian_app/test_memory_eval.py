@@ -122,16 +122,16 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         ("v16", 0.93, 11, 0, 0),
         # v17: blind at its first reading (0.711 captured, 30 stale, 1 poison line and 1 secret turn written); 0.903
         # and 16 stale since its classes (tools named in use, a workplace without a key, QUALITY.md says what is left).
-        ("v17", 0.92, 16, 0, 0),
+        ("v17", 0.93, 16, 0, 0),
         # v18: blind at its first reading (0.405 captured, 24 stale, 4 poison lines written; the session start read the
         # same capture, so v17's classes did not reach it); its poison classes since; 0.767 and 22 stale since the
         # gate's last reading (a lasting statement read by its shape) and the guardian's ended-thing takeback; 0.796
         # since a life event is read by its kind (a licence won, a place at a school).
-        ("v18", 0.79, 22, 0, 0),
+        ("v18", 0.80, 22, 0, 0),
         # v19: blind at its first reading (0.493 captured, 19 stale, 1 poison line at the session start; 0.679, 41 stale,
         # 5 duplicates with the gate's last reading); 0.767 and 17 stale since its classes (QUALITY.md); 0.831 since a
         # life event is read by its kind (a driving test passed, a hobby taken up, a child at a new school).
-        ("v19", 0.83, 17, 0, 0),
+        ("v19", 0.84, 17, 0, 0),
         # v20: blind at its first reading (0.434 captured, 24 stale, 14 duplicates, 2 poison lines, 1 secret turn
         # written; the session start read 0.315/11/9); 0.464, 12 stale and 9 duplicates since its classes (one
         # paraphrase across languages, 松树 for pine, is left: QUALITY.md); 0.490 since a life event is read by its kind;
@@ -139,11 +139,17 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # the line now lives until the job change, which ("a clinic … has taken me on") the guardian does not read.
         # 0.592 and 20 stale since a liking is no longer read in every 最 (the orthodontics course, 正畸, is now written,
         # and its ending, said in English, does not take it back: a cross-language ending, QUALITY.md).
-        ("v20", 0.59, 20, 9, 0),
+        ("v20", 0.60, 20, 9, 0),
         # v21: blind at its first reading (0.559 captured, 21 stale, 2 poison lines at the session start; 0.562 with the
         # life-event reading, built before v21 was read); 0.750 and 11 stale since its classes (a post said with "the",
-        # an idiom taken for a rule, a false hold of the user's own style rule, kin named as "Mum", a workplace left).
-        ("v21", 0.75, 11, 0, 0),
+        # an idiom taken for a rule, a false hold of the user's own style rule, kin named as "Mum", a workplace left);
+        # 0.788 with the names given and the things got in a given-up thing's place (heuristic_joined).
+        ("v21", 0.78, 11, 0, 0),
+        # v22: blind at its first reading (0.594 captured, 22 stale, 3 duplicates, 1 poison line; the session start
+        # read 0.570/15/3/1, so this session's classes brought capture and, as more was written, stale lines);
+        # 0.640 and 15 stale since its classes (Chinese endings said verb first or with 那家, "it's rooibos now", a
+        # goal said to be replaced). Left: pu'er for 普洱 across languages, two country-music likings (QUALITY.md).
+        ("v22", 0.64, 15, 3, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -323,6 +329,7 @@ def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: 
         ("v19", 130, "Roshan", "春燕"),
         ("v20", 130, "Anahit", "志远"),
         ("v21", 130, "Qing", "秀英"),
+        ("v22", 130, "Mantas", "婉清"),
     ],
 )
 def test_the_later_blind_sets_load_with_their_promised_size_and_say_where_each_turn_came_from(

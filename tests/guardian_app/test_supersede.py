@@ -1264,3 +1264,9 @@ def test_a_thing_had_said_with_s_for_is_and_a_past_time_are_read_as_such():
     # A thing that ended is found without its kind ("书法课" in "…教书法").
     class_line = "- 周末用户在社区中心教书法，学生都是退休老人。"
     assert superseded_lines("周末的书法课不教了。", class_line) == [class_line]
+
+
+def test_a_pastime_at_a_place_is_no_employer_but_a_line_of_work_at_a_named_one_is():
+    job = "- Is the baker at the Mill House in Frome."
+    assert superseded_lines("Wednesday nights the user does judo at a sports hall near the station.", job) == []
+    assert attribute("Does payroll at Lehtmets-Laane.").key == "employer"

@@ -1268,7 +1268,7 @@ def test_session13_classes(message: str, decision: str, fact: str | None):
         (
             "Retired my old Kindle last week. It's a Kobo now.",
             "UPDATE_USER",
-            "Got rid of their old Kindle last week.",
+            "Got rid of their old Kindle last week; it's a Kobo now.",  # the next one joined (heuristic_joined)
         ),
         ("Sold the car. It's a scooter now.", "UPDATE_USER", "Sold the car; has a scooter now."),
         ("The new office is far, so it's the tram now.", "UPDATE_USER", "Takes the tram to work now."),
@@ -1590,3 +1590,24 @@ def test_a_thing_said_gone_and_a_chinese_class_no_longer_taught_have_ended():
     assert speaker_ended("The allotment's gone, handed back to the council.")
     assert speaker_ended("周末的书法课不教了，学生都去考试了。")
     assert not speaker_ended("天气不冷了，可以出去走走。")
+
+
+def test_an_attempt_given_up_is_no_change_and_chinese_endings_said_verb_first_or_with_a_demonstrative_are():
+    from sessions_app.heuristic_ended import ended_things, speaker_ended
+
+    assert classify_turn("I've stopped trying to fix the old radio.").decision == "NO_WRITE"
+    assert classify_turn("I've stopped eating meat.").candidate_fact == "Has stopped eating meat."
+    assert ended_things("我辞了图书馆的工作，下个月去杭州。") == ["图书馆"]
+    assert ended_things("杭州那家画廊的单子不接了。") == ["画廊"]  # 那家 splits the place; 单子 (orders) is a kind
+    assert speaker_ended("钓鱼不去钓了，河边修路。")
+
+
+def test_a_fact_with_a_subject_of_its_own_is_what_another_speaker_said():
+    from sessions_app.heuristic_person import name_the_person
+
+    assert name_the_person("Duolingo's gone, I deleted it.", "Ola") == "Ola says Duolingo's gone, I deleted it."
+    assert (
+        name_the_person("The county has hired them as a ranger.", "Ola")
+        == "Ola says the county has hired them as a ranger."
+    )
+    assert name_the_person("Lives in Riga.", "Ola") == "Ola lives in Riga."

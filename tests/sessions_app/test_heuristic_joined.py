@@ -44,3 +44,12 @@ def test_what_took_the_place_of_a_thing_given_up_is_joined_to_it() -> None:
     assert with_replacement("Sold the old Corsa.", ["The hills here are brutal."], fact_from_statement) == (
         "Sold the old Corsa."
     )
+
+
+def test_what_stands_in_a_given_up_things_place_now_is_joined_when_nothing_was_got() -> None:
+    assert classify_turn(
+        "Gave up the espresso, it wrecked my sleep. It's mint tea now, a pot every afternoon."
+    ).candidate_fact == ("Gave up the espresso, it wrecked their sleep; it's mint tea now.")
+    # What was got is preferred to a remark about how things are now.
+    verdict = classify_turn("Sold the Fiesta. It's all gravel tracks now, so we've bought an old Lada Niva.")
+    assert "Lada Niva" in verdict.candidate_fact and "gravel" not in verdict.candidate_fact
