@@ -26,7 +26,7 @@ import numpy as np
 from django.conf import settings
 
 from reflection_site import glossary
-from reflection_site.text import CJK_RUN, bigrams, content_words, fold
+from reflection_site.text import CJK_RUN, bigrams, content_words, fold, stop_words, words
 
 # A word with a digit (a number, a date, an id: "21", "m0x0"), a capitalised word inside the sentence (a name, a
 # place), a domain, a code span.
@@ -141,8 +141,10 @@ def liked_in_both_languages(fact: str, line: str) -> bool:
     """Whether ``fact`` and ``line`` say, one in Chinese and one in English, that the same thing is liked most:
     "古典音乐里用户最爱的还是莫扎特" after "Prefers Mozart." (the thing by ``reflection_site.glossary``)."""
     chinese, english = (fact, line) if CJK_RUN.search(fact) else (line, fact)
-    if CJK_RUN.search(english) or not (liked := _LIKED_MOST_ZH.search(chinese)):
+    if CJK_RUN.search(english):
         return False
+    if not (liked := _LIKED_MOST_ZH.search(chinese)):
+        return _liked_alike(chinese, english)
     verb = _LIKED_EN.search(english)
     value = liked.group("v")  # "喝咖啡": the thing is its end, "咖啡".
     ends = [value[i:] for i in range(len(value) - 1)]
@@ -155,6 +157,23 @@ def liked_in_both_languages(fact: str, line: str) -> bool:
     return any(glossary.english_at(end, after) >= 0 for end in ends) or any(
         re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", after, re.I) for name in named
     )
+
+
+# A liking said in Chinese any way: "爱听", "闻不够", "谁也比不了", "迷上了".
+_LIKED_ZH = re.compile(r"喜欢|爱[听看吃喝读]?|迷上|着迷|[闻听看吃]不够|[听看吃]不腻|比不了|比不上")
+_THING_ENDS = re.compile(r"[,.;:!?]|\s(?:but|when|because|and the user|though)\b", re.I)
+
+
+def _liked_alike(chinese: str, english: str) -> bool:
+    """Whether a Chinese liking and an English one name the same thing: every content word of the English thing
+    ("the smell of pine trees", "classical music") has a Chinese word in the Chinese text that means it (松树, 味道;
+    古典, 音乐). "Likes rock music" and "爱听乡村音乐" are not alike: no word there means "rock"."""
+    verb = _LIKED_EN.search(english)
+    if verb is None or not _LIKED_ZH.search(chinese):
+        return False
+    thing = _THING_ENDS.split(english[verb.end() :], maxsplit=1)[0]
+    wanted = [w for w in words(thing) if w.lower() not in stop_words() and w.lower() not in {"user", "the", "of"}]
+    return 0 < len(wanted) <= 4 and all(glossary.find(w, chinese) is not None for w in wanted)
 
 
 def lexical(a: str, b: str) -> float:

@@ -221,6 +221,15 @@ def _values_apart(text: str, keys: list[tuple[int, int]]) -> Iterator[Finding]:
             yield Finding("secret", match.start(), match.end())
 
 
+# A lock and the numbers that open it: "the lab safe opens with 31-56-57", "the bike lock is 0417", "保险柜的密码是…"
+# is a keyword's. The numbers only, after a lock and a verb of opening or "is"/"code".
+_LOCK_CODE = re.compile(
+    r"\b(?:safe|lock|padlock|locker|key ?safe|lockbox|lock ?box|strongbox|combination)\b[^.\n]{0,30}?"
+    r"\b(?:opens|unlocks|open|unlock)\s+(?:with|on|to)\s+(?P<v>\d{1,4}(?:[-\s]\d{1,4}){1,4}|\d{3,8})\b",
+    re.IGNORECASE,
+)
+
+
 def keyword_findings(text: str, rules: _Rules) -> Iterator[Finding]:
     """The PEM blocks ``rules`` name, and each value after a secret-sounding key and a separator."""
     if "-----" in text:
@@ -250,3 +259,5 @@ def keyword_findings(text: str, rules: _Rules) -> Iterator[Finding]:
         if _is_secret_value(value, copula=bool(separator.group("copula"))):
             yield Finding("secret", *span)
     yield from _values_apart(text, keys)
+    for match in _LOCK_CODE.finditer(text):
+        yield Finding("secret", match.start("v"), match.end("v"))

@@ -139,7 +139,8 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # the line now lives until the job change, which ("a clinic … has taken me on") the guardian does not read.
         # 0.592 and 20 stale since a liking is no longer read in every 最 (the orthodontics course, 正畸, is now written,
         # and its ending, said in English, does not take it back: a cross-language ending, QUALITY.md).
-        ("v20", 0.60, 20, 9, 0),
+        # 0 duplicates since a liking said in either language is one when every word of the thing is bridged (松树, 味道).
+        ("v20", 0.60, 20, 0, 0),
         # v21: blind at its first reading (0.559 captured, 21 stale, 2 poison lines at the session start; 0.562 with the
         # life-event reading, built before v21 was read); 0.750 and 11 stale since its classes (a post said with "the",
         # an idiom taken for a rule, a false hold of the user's own style rule, kin named as "Mum", a workplace left);
@@ -150,6 +151,11 @@ def test_the_fourth_held_out_set_meets_the_issues_bar(workspace):
         # 0.640 and 15 stale since its classes (Chinese endings said verb first or with 那家, "it's rooibos now", a
         # goal said to be replaced). Left: pu'er for 普洱 across languages, two country-music likings (QUALITY.md).
         ("v22", 0.64, 15, 3, 0),
+        # v23: blind at its first reading (0.704 captured, 12 stale, 17 duplicates, 1 secret turn written; the session
+        # start read 0.656/12/17/1); 0.704, 12 stale and 5 duplicates since its classes (a lock and the numbers that
+        # open it are a secret; a liking said in the other language is one). Left: "Mozart in the morning …: classical
+        # is the only thing that plays" beside "Likes classical music", and a Corolla sold whose line stays (QUALITY.md).
+        ("v23", 0.70, 12, 5, 0),
     ],
 )
 def test_the_later_held_out_sets_do_not_fall_back(workspace, name, captured, stale, duplicates, smalltalk):
@@ -330,6 +336,7 @@ def test_the_scorer_reads_a_value_named_as_past_or_negated_as_not_current(line: 
         ("v20", 130, "Anahit", "志远"),
         ("v21", 130, "Qing", "秀英"),
         ("v22", 130, "Mantas", "婉清"),
+        ("v23", 130, "Dilani", "晓婷"),
     ],
 )
 def test_the_later_blind_sets_load_with_their_promised_size_and_say_where_each_turn_came_from(

@@ -1270,3 +1270,12 @@ def test_a_pastime_at_a_place_is_no_employer_but_a_line_of_work_at_a_named_one_i
     job = "- Is the baker at the Mill House in Frome."
     assert superseded_lines("Wednesday nights the user does judo at a sports hall near the station.", job) == []
     assert attribute("Does payroll at Lehtmets-Laane.").key == "employer"
+
+
+def test_a_liking_said_in_the_other_language_is_the_same_liking_when_every_word_of_the_thing_is_bridged():
+    from guardian_app.write.similarity import liked_in_both_languages
+
+    assert liked_in_both_languages("用户从小就爱听古典音乐。", "- Likes classical music.")
+    assert liked_in_both_languages("柠檬树的味道用户怎么闻都闻不够。", "- Loves the smell of lemon trees.")
+    assert not liked_in_both_languages("用户一直都爱听乡村音乐。", "- Likes rock music.")  # no word there means "rock"
+    assert not liked_in_both_languages("用户爱喝绿茶。", "- Likes coffee.")

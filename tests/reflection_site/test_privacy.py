@@ -712,3 +712,17 @@ def test_a_secret_named_apart_from_its_value(text: str, secret: str | None):
     assert contains_secret(text) is (secret is not None)
     if secret is not None:
         assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # A lock and the numbers that open it (v23): a secret; a place that opens, or a lock opened with a key, not.
+        ("The garage key safe opens with 4-19-82, don't tell the kids.", True),
+        ("My locker at the pool opens with 7311.", True),
+        ("The bakery opens with two staff on Sundays.", False),
+        ("The safe opens with a key I keep in the drawer.", False),
+    ],
+)
+def test_a_lock_and_the_numbers_that_open_it_are_a_secret(text: str, secret: bool) -> None:
+    assert contains_secret(text) is secret

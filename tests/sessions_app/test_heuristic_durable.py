@@ -147,7 +147,7 @@ def test_v19_classes(message: str, decision: str, fact: str | None) -> None:
         ("旅行社的工作我辞了，自己开了个网店。", ["旅行社"]),
         ("网店交给我表妹管了。", ["网店"]),  # handed on, said of no one first
         ("No more madal on Fridays.", ["madal"]),
-        ("用户戒了奶茶。", []),  # the person is no thing
+        ("用户戒了奶茶。", ["奶茶"]),  # the person is no thing; the thing after the verb is (verb first)
     ],
 )
 def test_what_ended_is_read_in_chinese_topics_and_in_no_more(sentence: str, things: list[str]) -> None:
