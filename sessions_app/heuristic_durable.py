@@ -17,6 +17,9 @@ answer is yes:
 4. **Is it specific?** It names something: a proper noun, a number, or enough words (eight in English, twelve
    characters in Chinese) to be more than a mood.
 
+A life event that leaves something lasting ("Passed my driving test!", "My brother got into medical school") is read
+first, by its kind (``heuristic_milestone``), with its own reason; the moment ("this week", "!") does not stop it.
+
 Where it stands: after every phrase rule, and only when none of them found a fact in the turn. It is a fallback and
 says so in its reason ("read by its shape"); its confidence is lower than a rule's. Whose the fact is, where it goes
 and whether it may be written are decided as for any other fact (the gate's speaker, ``_someone_elses``, the write

@@ -5,7 +5,8 @@
   Tatiana", "领养了一只小猫，取名豆包");
 - what took the place of a thing given up, said after it ("Sold my Honda CD 70 to a colleague. We've bought a
   second-hand Suzuki Alto instead.", "The scooter's gone, sold to a student. …, so we've bought a second-hand Toyota
-  Prius"): the guardian takes back the lines that name the old thing, and the new one is written with it.
+  Prius", or what stands there now: "Gave up the pu'er. It's rooibos now"): the guardian takes back the lines that
+  name the old thing, and the new one is written with it.
 
 The gate keeps one fact a turn; without this the name, or the new car, was lost while the rest was written.
 """
