@@ -333,9 +333,7 @@ def user_en(clause: str, *, greeted: bool) -> Finding | None:
             0.85,
         )
     if (greeted and (match := rules.INTRO_EN.match(clause))) or (match := rules.INTRO_ASIDE_EN.match(clause)):
-        return write_finding(
-            "UPDATE_USER", f"The user's name is {match.group('name')}.", "The user introduced themselves.", 0.75
-        )
+        return write_finding("UPDATE_USER", f"The user's name is {match.group('name')}.", rules.INTRO_REASON, 0.75)
     if rules.ONE_OFF_EN.match(clause):
         return Finding(NO_WRITE, None, "A request for now, not a lasting preference.", 0.7)
     matched: tuple[str, float] | None = None

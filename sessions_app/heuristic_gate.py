@@ -97,7 +97,7 @@ from sessions_app.heuristic_chinese import identity_zh, soul_zh, tools_zh, user_
 from sessions_app.heuristic_companion import Theirs, about_them, named_in, where_i_grew_up, without_theirs
 from sessions_app.heuristic_durable import durable_finding
 from sessions_app.heuristic_english import identity_en, people_en, soul_en, tools_en, user_en
-from sessions_app.heuristic_joined import with_name, with_replacement
+from sessions_app.heuristic_joined import listed_after, with_name, with_replacement
 from sessions_app.heuristic_others import LOSS_REASON, loss, others_en, others_zh, resolve_pronoun, said_of_them
 from sessions_app.heuristic_person import expand
 from sessions_app.heuristic_reading import Finding, is_chinese, normalise, read_sentence, split_sentences, write_finding
@@ -335,25 +335,13 @@ def _with_also(best: Finding, writes: Sequence[Finding]) -> Finding:
     )
 
 
-def _listed_after(finding: Finding, text: str) -> Finding | None:
-    """ "I have three siblings. One older sister, a younger brother and a younger sister": a list without a verb
-    after the family or the things the user has says who or what they are; it joins the fact."""
-    if finding.reason not in rules.LISTED_REASONS or not finding.fact or not rules.VERBLESS_LIST_EN.match(text):
-        return None
-    if not rules.LISTED_NOUNS.search(text):  # "I have two kids. A lovely day today.": not who they are.
-        return None
-    listed = text.strip().rstrip(".!")
-    fact = f"{finding.fact.rstrip('.')}: {listed[:1].lower()}{listed[1:]}."
-    return Finding(finding.decision, fact, finding.reason, finding.confidence)
-
-
 def _classify_message(
     message: str, context: Sequence[tuple[str, str]], people: Collection[str] = ()
 ) -> tuple[GateVerdict, str | None]:
     """The rule verdict, and the first plain statement (what a "written" correction may promote)."""
     if intro := rules.INTRO_ASIDE_EN.match(message):
         name = intro.group("full") or intro.group("name")
-        return GateVerdict("UPDATE_USER", "The user introduced themselves.", f"The user's name is {name}.", 0.8), None
+        return GateVerdict("UPDATE_USER", rules.INTRO_REASON, f"The user's name is {name}.", 0.8), None
     readings = [read_sentence(s) for s in split_sentences(message)[:_MAX_SENTENCES]]
     if not readings:
         return GateVerdict(NO_WRITE, "An empty message.", None, 0.95), None
@@ -383,13 +371,17 @@ def _classify_message(
             decision = "UPDATE_USER" if rules.SCHEDULE_CHANGE_EN.search(reading.text) else "UPDATE_MEMORY"
             fact = fact_from_statement(reading.text)
             result = write_finding(decision, fact, "A correction or update the user announced.", 0.6)
-        if result is None and findings and (listed := _listed_after(findings[-1], reading.text)):
+        if result is None and findings and (listed := listed_after(findings[-1], reading.text)):
             findings[-1] = listed
         elif result is not None:
             findings.append(result)
     writes = [f for f in findings if f.decision != NO_WRITE] or [t.finding for t in theirs[:1]]
-    if not writes and not findings and (durable := durable_finding(statements, fact_from_statement)):
+    # "Hello, I'm Fathima. I cut stones …": the name is written beside the turn's other fact, not instead of it.
+    intro = [f for f in writes if f.reason == rules.INTRO_REASON][:1]
+    writes = [f for f in writes if f.reason != rules.INTRO_REASON]
+    if not writes and findings == intro and (durable := durable_finding(statements, fact_from_statement)):
         writes = [_someone_elses(durable)]  # The last reading: a lasting statement no phrase rule knew.
+    named, writes = ([(f.decision, f.fact) for f in intro], writes) if writes else ([], intro)
     if writes:
         # Among writes of one kind, a change wins, a negation first: "I went to the doctor. I've started eating
         # fish again. I'm no longer vegetarian." is about the diet that ended, not the visit that came first.
@@ -406,9 +398,9 @@ def _classify_message(
         for their in theirs:
             fact = without_theirs(fact, their)
         also = tuple(
-            (t.finding.decision, t.finding.fact)
-            for t in theirs
-            if t.finding.fact and t.finding.fact.rstrip("。.") not in fact
+            (d, f)
+            for d, f in [*named, *((t.finding.decision, t.finding.fact) for t in theirs)]
+            if f and f.rstrip("。.") not in fact
         )[:2]
         return GateVerdict(best.decision, best.reason, fact, confidence, also), first_statement
     if all(r.kind == "smalltalk" for r in readings) and (offer := offer_in(context)):

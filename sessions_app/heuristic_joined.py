@@ -8,7 +8,9 @@
   Prius", or what stands there now: "Gave up the pu'er. It's rooibos now"): the guardian takes back the lines that
   name the old thing, and the new one is written with it.
 
-The gate keeps one fact a turn; without this the name, or the new car, was lost while the rest was written.
+The gate keeps one fact a turn; without this the name, or the new car, was lost while the rest was written. A list
+without a verb after the family or the things the user has ("I have three siblings. One older sister, …") joins the
+fact too (``listed_after``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Callable, Sequence
 from sessions_app import heuristic_rules as rules
 from sessions_app.heuristic_ended import ended_things
 from sessions_app.heuristic_milestone import SPEAKER, milestone_whose
-from sessions_app.heuristic_reading import is_chinese
+from sessions_app.heuristic_reading import Finding, is_chinese
 
 _NAME = r"(?-i:[A-Z\u00c0-\u024f])[\w\u00c0-\u024f-]+(?:\s+(?:and|&)\s+(?-i:[A-Z])[\w-]+)?"
 _NAMED_EN = re.compile(
@@ -72,3 +74,15 @@ def with_replacement(fact: str, statements: Sequence[str], fact_of: Callable[[st
         return fact
     joiner = "；" if is_chinese(fact) else "; "
     return f"{fact.rstrip('.。')}{joiner}{new[:1].lower()}{new[1:]}"
+
+
+def listed_after(finding: Finding, text: str) -> Finding | None:
+    """ "I have three siblings. One older sister, a younger brother and a younger sister": a list without a verb
+    after the family or the things the user has says who or what they are; it joins the fact."""
+    if finding.reason not in rules.LISTED_REASONS or not finding.fact or not rules.VERBLESS_LIST_EN.match(text):
+        return None
+    if not rules.LISTED_NOUNS.search(text):  # "I have two kids. A lovely day today.": not who they are.
+        return None
+    listed = text.strip().rstrip(".!")
+    fact = f"{finding.fact.rstrip('.')}: {listed[:1].lower()}{listed[1:]}."
+    return Finding(finding.decision, fact, finding.reason, finding.confidence)

@@ -850,6 +850,7 @@ CALL_ME_EN = re.compile(r"^(?i:(?:you can |you may |just |please )?call me)\s+(?
 INTRO_EN = re.compile(r"^(?:I am|this is)\s+(?P<name>[A-Z][\w'-]*(?: [A-Z][\w'-]*)?)\b")
 # An introduction said in passing needs no greeting before it: "I am Ines, by the way.", "This is Ines, btw.";
 # the full name may follow as a sentence of its own ("I'm Ines, by the way. Ines de Wit.").
+INTRO_REASON = "The user introduced themselves."
 INTRO_ASIDE_EN = re.compile(
     r"^(?:I am|I'm|[Tt]his is)\s+(?P<name>[A-Z][\w'-]*(?: [A-Z][\w'-]*)?),?\s+(?:by the way|btw|for the record)\s*[.!]*"
     r"(?:\s+(?P<full>(?P=name)(?:\s+(?:[a-z]{1,3}|[A-Z][\w'-]+)){0,2}\s+[A-Z][\w'-]+)\s*[.!]*)?$"

@@ -53,3 +53,27 @@ def test_what_stands_in_a_given_up_things_place_now_is_joined_when_nothing_was_g
     # What was got is preferred to a remark about how things are now.
     verdict = classify_turn("Sold the Fiesta. It's all gravel tracks now, so we've bought an old Lada Niva.")
     assert "Lada Niva" in verdict.candidate_fact and "gravel" not in verdict.candidate_fact
+
+
+@pytest.mark.parametrize(
+    ("message", "fact"),
+    [
+        # An introduction and a fact in one turn: the fact is the turn's, the name is written beside it.
+        (
+            "Hi, I'm Oskar. I'm a ferry mechanic at the harbour in Tallinn.",
+            "Is a ferry mechanic at the harbour in Tallinn.",
+        ),
+        ("Hello, I'm Amara. I bake bread for the whole village every morning, six days a week.", None),
+    ],
+)
+def test_a_name_given_beside_a_fact_is_written_beside_it_not_instead_of_it(message: str, fact: str | None) -> None:
+    verdict = classify_turn(message)
+    assert verdict.reason != "The user introduced themselves."
+    if fact is not None:
+        assert verdict.candidate_fact == fact
+    assert verdict.also[0][1].startswith("The user's name is ")
+
+
+def test_an_introduction_alone_is_still_the_name() -> None:
+    verdict = classify_turn("Hi, I'm Oskar.")
+    assert (verdict.candidate_fact, verdict.also) == ("The user's name is Oskar.", ())
