@@ -178,35 +178,32 @@ _PERSONS = frozenset({"用户", "我", "我们", "他", "她", "他们", "她们
 
 
 def _unnamed_employer(key: str, match: re.Match[str], raw: str, fact: str) -> bool:
-    """Whether "quit …" or "left …" names no employer ("Has quit coffee."): without "job" or "at", an employer is a
-    name, capitalised in the fact ("Left Wise and joined Revolut.")."""
-    if key == "employer" and re.match(r"(?:is |am )?(?:doing|does)\s", match.group(0)):
-        # "Does payroll at Lehtmets-Laane" names an employer; "does kickboxing at a gym" a place of a pastime.
-        return not re.search(rf"(?-i:[A-Z0-9])(?i:{re.escape(raw[1:])})", fact)
-    if key != "employer" or not re.match(
-        r"(?:quit|left)\s+(?!(?:\w+\s+)?(?:job|position|role|work|company|firm)\b|at\b)", match.group(0)
+    """Whether "quit …", "left …" or "does … at …" names no employer ("Has quit coffee.", "does kickboxing at a gym"):
+    without "job" or "at", an employer is a name, capitalised in the fact ("Left Wise and joined Revolut.", "Does
+    payroll at Lehtmets-Laane")."""
+    said = match.group(0)
+    if key != "employer" or not (
+        re.match(r"(?:is |am )?(?:doing|does)\s", said)
+        or re.match(r"(?:quit|left)\s+(?!(?:\w+\s+)?(?:job|position|role|work|company|firm)\b|at\b)", said)
     ):
         return False
-    if re.search(
-        r"\b(?:before|after|when|since|until|once)\s+(?:the user|they|he|she|i|we)\s+$", match.string[: match.start()]
-    ):
-        return True  # "… Mum bought them before they left China": a time in the past, not a job that ended.
     return not re.search(rf"(?-i:[A-Z0-9])(?i:{re.escape(raw[1:])})", fact)
 
 
 def _attribute(fact: str) -> Attribute | None:
     # "The user's phone's a Huawei", "my car's the old Lada": the "'s" of "is" after a thing someone has.
+    # A time in the past ("… before they left China") is no ending and no value: it is left out.
     text = re.sub(
         r"(\b(?:my|their|his|her|\w+['\u2019]s)\s+\w+)['\u2019]s (?=(?:a|an|the|still|now)\b)",
         r"\1 is ",
-        _line_text(fold(fact)),
+        _PAST_CLAUSE.sub("", _line_text(fold(fact))),
     )
     if style := style_attribute(text):
         return Attribute(style[0], style[1])
     if liked := preference_attribute(text):
         return Attribute(*liked)
     stripped = _SUBJECT.sub("", text, count=1)
-    negated = bool(_NEGATION_EN.search(_PAST_CLAUSE.sub("", text)) or _NEGATION_ZH.search(text))
+    negated = bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))
     for key, pattern in ATTRIBUTE_PATTERNS:
         for candidate in (stripped, text):
             match = pattern.search(candidate)
